@@ -20,7 +20,7 @@ import numpy as np
 
 from . import connectors as cx
 from .catalog import Connector, Part, UnknownPart, catalog
-from .collision import CollisionIndex
+from .collision import BoxGrid, CollisionIndex
 from .colours import UnknownColour, colour
 from .rules import Rules
 
@@ -190,8 +190,7 @@ class Assembly:
         self._adjacent: dict[int, Counter[int]] = {}
         self._component_of: dict[int, int] = {}
         self._members: dict[int, set[int]] = {}
-        self._conn_grid: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
-        self._axles: dict[tuple[int, int], None] = {}
+        self._conn_boxes = BoxGrid(CONNECTOR_CELL_LDU)
         self._collisions = CollisionIndex()
         self._history: list[tuple] = []
 
@@ -490,15 +489,8 @@ class Assembly:
             joints.append(_make_joint(mine, other, conns[mine[1]].family, residual))
         return sorted(joints, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
 
-    def _connector_candidates(self, conn: Connector, frame: np.ndarray) -> Iterator[tuple[int, int]]:
-        if conn.family == "axle":
-            yield from self._axles
-            return
-        x, y, z = (np.floor(frame[:3, 3] / CONNECTOR_CELL_LDU)).astype(int)
-        for dx in (-1, 0, 1):
-            for dy in (-1, 0, 1):
-                for dz in (-1, 0, 1):
-                    yield from self._conn_grid.get((x + dx, y + dy, z + dz), ())
+    def _connector_candidates(self, conn: Connector, frame: np.ndarray) -> list[tuple[int, int]]:
+        return self._conn_boxes.query(*connector_box(conn, frame))
 
     def _insert(self, piece: Piece, joints: Iterable[Joint]) -> None:
         pid = piece.id
@@ -506,11 +498,7 @@ class Assembly:
         self.usage[(piece.part.stem, piece.colour)] += 1
         self._collisions.add(pid, piece.part.stem, piece.pose)
         for c in piece.part.connectors:
-            if c.family == "axle":
-                self._axles[(pid, c.index)] = None
-            else:
-                cell = tuple(np.floor(piece.world_frames[c.index][:3, 3] / CONNECTOR_CELL_LDU).astype(int))
-                self._conn_grid.setdefault(cell, []).append((pid, c.index))
+            self._conn_boxes.add((pid, c.index), *connector_box(c, piece.world_frames[c.index]))
         self._adjacent[pid] = Counter()
         self._component_of[pid] = pid
         self._members[pid] = {pid}
@@ -539,14 +527,7 @@ class Assembly:
             del self.usage[key]
         self._collisions.remove(pid)
         for c in piece.part.connectors:
-            if c.family == "axle":
-                self._axles.pop((pid, c.index), None)
-            else:
-                cell = tuple(np.floor(piece.world_frames[c.index][:3, 3] / CONNECTOR_CELL_LDU).astype(int))
-                bucket = self._conn_grid[cell]
-                bucket.remove((pid, c.index))
-                if not bucket:
-                    del self._conn_grid[cell]
+            self._conn_boxes.remove((pid, c.index))
         removed: list[Joint] = []
         for c in piece.part.connectors:
             for other, j in self._links.pop((pid, c.index), {}).items():
@@ -597,6 +578,16 @@ class Assembly:
         )
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def connector_box(conn: Connector, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Box that holds every point a joint partner's position could have (BrickNet's pairing reach, halved)."""
+    pos = frame[:3, 3]
+    reach = cx.POSITION_TOLERANCE / 2 + 1e-6
+    if conn.family == "axle":
+        half = max(conn.length, cx.AXLE_DEFAULT_LENGTH) * np.abs(cx.axis_of(frame))
+        return pos - half - reach, pos + half + reach
+    return pos - reach, pos + reach
 
 
 def _make_joint(mine: tuple[int, int], other: tuple[int, int], family: str, residual: float) -> Joint:

@@ -85,57 +85,79 @@ def _narrow_phase(stem_a: str, stem_b: str, rel: np.ndarray) -> bool:
     return fcl.collide(a, b, request, fcl.CollisionResult()) > 0
 
 
-def _cells(lo: np.ndarray, hi: np.ndarray) -> Iterable[tuple[int, int, int]]:
-    a = np.floor(lo / CELL_LDU).astype(int)
-    b = np.floor(hi / CELL_LDU).astype(int)
-    return itertools.product(range(a[0], b[0] + 1), range(a[1], b[1] + 1), range(a[2], b[2] + 1))
+class BoxGrid:
+    """Keys with axis-aligned boxes in a uniform grid; a box query costs O(cells it spans + hits)."""
+
+    def __init__(self, cell: float = CELL_LDU) -> None:
+        self.cell = cell
+        self._grid: dict[tuple[int, int, int], set] = {}
+        self._boxes: dict = {}
+
+    def __len__(self) -> int:
+        return len(self._boxes)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._boxes
+
+    def add(self, key: object, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Insert a key with its box (the key must not be present)."""
+        self._boxes[key] = (lo, hi)
+        for c in self._cells(lo, hi):
+            self._grid.setdefault(c, set()).add(key)
+
+    def remove(self, key: object) -> None:
+        """Drop a key."""
+        lo, hi = self._boxes.pop(key)
+        for c in self._cells(lo, hi):
+            bucket = self._grid.get(c)
+            if bucket is not None:
+                bucket.discard(key)
+                if not bucket:
+                    del self._grid[c]
+
+    def query(self, lo: np.ndarray, hi: np.ndarray) -> list:
+        """Keys whose boxes overlap (lo, hi), sorted."""
+        found: set = set()
+        for c in self._cells(lo, hi):
+            found |= self._grid.get(c, set())
+        hits = []
+        for k in found:
+            klo, khi = self._boxes[k]
+            if np.all(klo < hi) and np.all(lo < khi):
+                hits.append(k)
+        return sorted(hits)
+
+    def _cells(self, lo: np.ndarray, hi: np.ndarray) -> Iterable[tuple[int, int, int]]:
+        a = np.floor(lo / self.cell).astype(int)
+        b = np.floor(hi / self.cell).astype(int)
+        return itertools.product(range(a[0], b[0] + 1), range(a[1], b[1] + 1), range(a[2], b[2] + 1))
 
 
 class CollisionIndex:
-    """Pieces in a uniform grid of their world bounds; queries cost O(neighbours)."""
+    """Pieces in a grid of their world bounds; a collision query costs O(neighbours)."""
 
     def __init__(self) -> None:
-        self._grid: dict[tuple[int, int, int], set[int]] = {}
-        self._items: dict[int, tuple[str, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._grid = BoxGrid()
+        self._items: dict[int, tuple[str, np.ndarray]] = {}
 
     def __len__(self) -> int:
         return len(self._items)
 
     def add(self, piece: int, stem: str, pose: np.ndarray) -> None:
         """Index a piece (its id must not be present)."""
-        lo, hi = world_aabb(stem, pose)
-        self._items[piece] = (stem, pose, lo, hi)
-        for c in _cells(lo, hi):
-            self._grid.setdefault(c, set()).add(piece)
+        self._items[piece] = (stem, pose)
+        self._grid.add(piece, *world_aabb(stem, pose))
 
     def remove(self, piece: int) -> None:
         """Drop a piece from the index."""
-        _, _, lo, hi = self._items.pop(piece)
-        for c in _cells(lo, hi):
-            bucket = self._grid.get(c)
-            if bucket is not None:
-                bucket.discard(piece)
-                if not bucket:
-                    del self._grid[c]
-
-    def near(self, lo: np.ndarray, hi: np.ndarray) -> set[int]:
-        """Pieces whose bounds overlap the box (lo, hi)."""
-        found: set[int] = set()
-        for c in _cells(lo, hi):
-            found |= self._grid.get(c, set())
-        out = set()
-        for p in found:
-            _, _, plo, phi = self._items[p]
-            if np.all(plo < hi) and np.all(lo < phi):
-                out.add(p)
-        return out
+        del self._items[piece]
+        self._grid.remove(piece)
 
     def colliding(self, stem: str, pose: np.ndarray, *, first_only: bool = False) -> list[int]:
         """Indexed pieces that a piece of ``stem`` at ``pose`` would collide with (sorted ids)."""
-        lo, hi = world_aabb(stem, pose)
         hits = []
-        for p in sorted(self.near(lo, hi)):
-            other_stem, other_pose, _, _ = self._items[p]
+        for p in self._grid.query(*world_aabb(stem, pose)):
+            other_stem, other_pose = self._items[p]
             if pair_collides(stem, pose, other_stem, other_pose):
                 hits.append(p)
                 if first_only:

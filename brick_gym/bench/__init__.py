@@ -1,0 +1,1 @@
+"""Benchmark machinery: episode running, scoring, Bradley–Terry ELO with task bootstrap, reports."""
