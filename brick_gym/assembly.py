@@ -11,20 +11,20 @@ from __future__ import annotations
 import copy as _copy
 import math
 import re
-from collections import Counter
+from collections import ChainMap, Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
 from . import connectors as cx
 from .catalog import Connector, Part, UnknownPart, catalog
-from .collision import BoxGrid, CollisionIndex
+from . import joints as jx
+from .collision import CollisionIndex
 from .colours import UnknownColour, colour
 from .rules import Rules
-
-CONNECTOR_CELL_LDU = 8.0
 
 REASONS = (
     "unknown_part",
@@ -87,6 +87,16 @@ class Piece:
         f.flags.writeable = False
         return f
 
+    @cached_property
+    def points(self) -> np.ndarray:
+        """(n, 3) world positions of the connectors."""
+        return jx.world_points(self.part, self.pose)[0]
+
+    @cached_property
+    def axes(self) -> np.ndarray:
+        """(n, 3) world unit mating axes of the connectors."""
+        return jx.world_points(self.part, self.pose)[1]
+
     def ref(self, conn: Connector | int) -> ConnectorRef:
         """The reference of one of this piece's connectors (by Connector or flat index)."""
         c = self.part.connectors[conn] if isinstance(conn, int) else conn
@@ -123,8 +133,7 @@ def colour_name(code: int) -> str:
         return f"colour {code}"
 
 
-@dataclass(frozen=True)
-class Joint:
+class Joint(NamedTuple):
     """A joint between connector ``a_conn`` of piece ``a`` and ``b_conn`` of piece ``b`` (flat indices), a < b."""
 
     a: int
@@ -190,7 +199,7 @@ class Assembly:
         self._adjacent: dict[int, Counter[int]] = {}
         self._component_of: dict[int, int] = {}
         self._members: dict[int, set[int]] = {}
-        self._conn_boxes = BoxGrid(CONNECTOR_CELL_LDU)
+        self._conn_grid = jx.ConnectorGrid()
         self._collisions = CollisionIndex()
         self._history: list[tuple] = []
 
@@ -457,48 +466,21 @@ class Assembly:
 
     def _find_joints(self, piece: Piece) -> list[Joint]:
         """Joints the piece forms with existing pieces; exclusive connectors take their best single partner."""
-        frames = piece.world_frames
-        conns = piece.part.connectors
-        best: dict[tuple[int, int], tuple[float, tuple[int, int]]] = {}
-        for c in conns:
-            f = frames[c.index]
-            for other in self._connector_candidates(c, f):
-                if other[0] == piece.id:
-                    continue
-                o_piece = self.pieces[other[0]]
-                o_conn = o_piece.part.connectors[other[1]]
-                if cx.exclusive(o_conn) and self._links.get(other):
-                    continue
-                residual = cx.joint_residual(c, f, o_conn, o_piece.world_frames[other[1]])
-                if residual is None:
-                    continue
-                if cx.exclusive(c):
-                    prev = best.get((piece.id, c.index))
-                    if prev is None or (residual, other) < prev:
-                        best[(piece.id, c.index)] = (residual, other)
-                else:
-                    best[(piece.id, c.index, *other)] = (residual, other)  # type: ignore[index]
-        joints = []
-        taken: set[tuple[int, int]] = set()
-        for key, (residual, other) in sorted(best.items(), key=lambda kv: (kv[1][0], kv[0])):
-            mine = (key[0], key[1])
-            o_conn = self.pieces[other[0]].part.connectors[other[1]]
-            if cx.exclusive(o_conn) and other in taken:
-                continue
-            taken.add(other)
-            joints.append(_make_joint(mine, other, conns[mine[1]].family, residual))
-        return sorted(joints, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
-
-    def _connector_candidates(self, conn: Connector, frame: np.ndarray) -> list[tuple[int, int]]:
-        return self._conn_boxes.query(*connector_box(conn, frame))
+        pairs = self._conn_grid.candidates(piece.id, piece.part, piece.points, piece.axes)
+        if not pairs.a:
+            return []
+        found = jx.score_candidates(ChainMap({piece.id: piece}, self.pieces), pairs)
+        taken = {k for c in found for k in (c.a, c.b) if k[0] != piece.id and self._links.get(k)}
+        return [
+            Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in jx.select(found, taken)
+        ]
 
     def _insert(self, piece: Piece, joints: Iterable[Joint]) -> None:
         pid = piece.id
         self.pieces[pid] = piece
         self.usage[(piece.part.stem, piece.colour)] += 1
         self._collisions.add(pid, piece.part.stem, piece.pose)
-        for c in piece.part.connectors:
-            self._conn_boxes.add((pid, c.index), *connector_box(c, piece.world_frames[c.index]))
+        self._conn_grid.add(pid, piece.part, piece.points, piece.axes)
         self._adjacent[pid] = Counter()
         self._component_of[pid] = pid
         self._members[pid] = {pid}
@@ -526,8 +508,7 @@ class Assembly:
         if self.usage[key] <= 0:
             del self.usage[key]
         self._collisions.remove(pid)
-        for c in piece.part.connectors:
-            self._conn_boxes.remove((pid, c.index))
+        self._conn_grid.remove(pid, piece.part, piece.points)
         removed: list[Joint] = []
         for c in piece.part.connectors:
             for other, j in self._links.pop((pid, c.index), {}).items():
@@ -578,21 +559,6 @@ class Assembly:
         )
 
     __hash__ = None  # type: ignore[assignment]
-
-
-def connector_box(conn: Connector, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Box that holds every point a joint partner's position could have (BrickNet's pairing reach, halved)."""
-    pos = frame[:3, 3]
-    reach = cx.POSITION_TOLERANCE / 2 + 1e-6
-    if conn.family == "axle":
-        half = max(conn.length, cx.AXLE_DEFAULT_LENGTH) * np.abs(cx.axis_of(frame))
-        return pos - half - reach, pos + half + reach
-    return pos - reach, pos + reach
-
-
-def _make_joint(mine: tuple[int, int], other: tuple[int, int], family: str, residual: float) -> Joint:
-    (a, ac), (b, bc) = sorted((mine, other))
-    return Joint(a, ac, b, bc, family, float(residual))
 
 
 def _partners(c: Connector) -> list[str]:

@@ -42,14 +42,20 @@ def translation(x: float, y: float, z: float) -> np.ndarray:
 
 
 def running_bond_wall(
-    bricks_per_course: int, courses: int, *, colour: str = "red", rules: Rules | None = None
+    bricks_per_course: int,
+    courses: int,
+    *,
+    colour: str = "red",
+    rules: Rules | None = None,
+    into: Assembly | None = None,
 ) -> Assembly:
     """A 2-stud-thick running-bond wall of 2×4 bricks (2×2 at the ends of odd courses), fully interlocked.
 
     The first course stands side by side on the ground; every later course is attached by connectors and
-    shifted two studs on odd courses. Pieces: ``courses * bricks_per_course + courses // 2``.
+    shifted two studs on odd courses. Pieces: ``courses * bricks_per_course + courses // 2``. ``into`` builds
+    into an existing (empty) assembly instead of a new one.
     """
-    wall = Assembly(rules, name="wall")
+    wall = into if into is not None else Assembly(rules, name="wall")
     row = [_must(wall.add("3001", colour, translation(80.0 * i, 0.0, 0.0))) for i in range(bricks_per_course)]
     for course in range(1, courses):
         studs = [s for p in row for s in wall[p].stud]

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import connectors as cx
-from .assembly import Assembly, Joint, Piece, colour_name, connector_box
-from .collision import BoxGrid, all_collisions
+from . import joints as jx
+from .assembly import Assembly, Joint, Piece, colour_name
+from .collision import all_collisions
 
 ISSUE_KINDS = ("collision", "unstable", "stock", "part_limit", "join", "unknown_part", "parse")
 
@@ -62,41 +62,15 @@ class Report:
     def summary(self) -> str:
         """A few human lines: verdict, counts, then each issue."""
         head = "VALID" if self.valid else "INVALID"
-        lines = [
-            f"{head} ({self.setting}): {self.pieces} pieces, {self.joints} joints, {self.components} component(s)"
-        ]
+        lines = [f"{head} ({self.setting}): {self.pieces} pieces, {self.joints} joints, {self.components} component(s)"]
         lines += [f"  [{i.kind}] {i.message}" for i in self.issues]
         return "\n".join(lines)
 
 
 def joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
     """Every joint among ``pieces`` by BrickNet's pairing rules; exclusive connectors keep their best partner."""
-    grid = BoxGrid(8.0)
-    for pid in sorted(pieces):
-        piece = pieces[pid]
-        for c in piece.part.connectors:
-            grid.add((pid, c.index), *connector_box(c, piece.world_frames[c.index]))
-    candidates = []
-    for pid in sorted(pieces):
-        piece = pieces[pid]
-        for c in piece.part.connectors:
-            f = piece.world_frames[c.index]
-            for other in grid.query(*connector_box(c, f)):
-                if other <= (pid, c.index) or other[0] == pid:
-                    continue
-                o_piece = pieces[other[0]]
-                o_conn = o_piece.part.connectors[other[1]]
-                residual = cx.joint_residual(c, f, o_conn, o_piece.world_frames[other[1]])
-                if residual is not None:
-                    candidates.append((residual, (pid, c.index), other, c.family, cx.exclusive(c)))
-    taken: set[tuple[int, int]] = set()
-    joints = []
-    for residual, mine, other, family, exclusive in sorted(candidates):
-        if exclusive and (mine in taken or other in taken):
-            continue
-        if exclusive:
-            taken |= {mine, other}
-        joints.append(Joint(mine[0], mine[1], other[0], other[1], family, float(residual)))
+    chosen = jx.select(jx.scratch_candidates(pieces), set())
+    joints = [Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in chosen]
     return sorted(joints, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
 
 
@@ -230,8 +204,10 @@ def consistency_errors(assembly: Assembly) -> list[str]:
     key = [(j.a, j.a_conn, j.b, j.b_conn) for j in scratch]
     mine = [(j.a, j.a_conn, j.b, j.b_conn) for j in assembly.joints]
     if key != mine:
-        errors.append(f"joints differ: incremental-only {sorted(set(mine) - set(key))}, "
-                      f"scratch-only {sorted(set(key) - set(mine))}")
+        errors.append(
+            f"joints differ: incremental-only {sorted(set(mine) - set(key))}, "
+            f"scratch-only {sorted(set(key) - set(mine))}"
+        )
     if components_of(list(assembly.pieces), scratch) != assembly.components:
         errors.append("components differ")
     usage = Counter((p.part.stem, p.colour) for p in assembly.pieces.values())

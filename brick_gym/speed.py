@@ -1,0 +1,124 @@
+"""``brick-gym speed``: figures for the performance budgets, measured side by side in one run.
+
+Placement cost is the median wall-clock time of one checked ``attach`` while a running-bond wall grows,
+in windows around 50, 400 and 2,000 pieces (caches warmed on a small wall first, as in any long session).
+When ``brickagent`` is installed, its unchecked ``attach`` is timed on the same wall in the same run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+from .assembly import Assembly, Outcome, Placement
+from .examples import running_bond_wall
+
+WALL_BRICKS_PER_COURSE = 40
+
+
+class _TimedAssembly(Assembly):
+    """An assembly that records how long each placement took, keyed by the piece count before it."""
+
+    def __init__(self) -> None:
+        super().__init__(name="wall")
+        self.timings: list[tuple[int, float]] = []
+
+    def place(self, placement: Placement) -> Outcome:
+        n = len(self.pieces)
+        t = time.perf_counter()
+        outcome = super().place(placement)
+        self.timings.append((n, time.perf_counter() - t))
+        return outcome
+
+
+def _window_median_us(timings: list[tuple[int, float]], centre: int, half: int = 25) -> float | None:
+    xs = [dt for n, dt in timings if centre - half <= n < centre + half]
+    return round(statistics.median(xs) * 1e6, 1) if xs else None
+
+
+def _courses_for(n: int) -> int:
+    return max(2, round(n / (WALL_BRICKS_PER_COURSE + 0.5)))
+
+
+def _subprocess_seconds(code: str) -> float:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _brickagent_attach_us(courses: int) -> float | None:
+    try:
+        import brickagent
+    except ImportError:
+        return None
+    from brickagent.pose import Pose
+
+    times: list[float] = []
+    wall = brickagent.Assembly("wall")
+    row = [wall.add("brick 2x4", color="red", pose=Pose(t=(80.0 * i, 0.0, 0.0))) for i in range(WALL_BRICKS_PER_COURSE)]
+    for course in range(1, courses):
+        studs = [s for p in row for s in p.stud]
+        front = min(s.at[2] for s in studs)
+        columns = sorted((s for s in studs if s.at[2] == front), key=lambda s: s.at[0])
+        widths = [4] * WALL_BRICKS_PER_COURSE if course % 2 == 0 else [2] + [4] * (WALL_BRICKS_PER_COURSE - 1) + [2]
+        row, col = [], 0
+        for width in widths:
+            t = time.perf_counter()
+            row.append(wall.attach(f"brick 2x{width}", to=columns[col], by=("hole", 0), color="red"))
+            times.append(time.perf_counter() - t)
+            col += width
+    return round(statistics.median(times) * 1e6, 1) if times else None
+
+
+def run_speed(*, quick: bool = False) -> dict[str, Any]:
+    """Measure every figure; ``quick`` shrinks the largest sizes (for smoke tests, not for reporting)."""
+    from .catalog import catalog
+    from .validity import check
+
+    sizes = (50, 400) if quick else (50, 400, 2000)
+    figures: dict[str, Any] = {"quick": quick}
+    figures["import_s"] = round(
+        _subprocess_seconds("import time; t=time.perf_counter(); import brick_gym; print(time.perf_counter()-t)"), 3
+    )
+    figures["catalog_ready_s"] = round(
+        _subprocess_seconds(
+            "import time; t=time.perf_counter(); from brick_gym.assembly import Assembly; a=Assembly(); "
+            "a.add('3001', 'red'); a.attach('3001', 'red', to='0.stud[0]'); print(time.perf_counter()-t)"
+        ),
+        3,
+    )
+    catalog()
+    running_bond_wall(5, 4)  # warm part caches and the pair-verdict memo
+    wall = _TimedAssembly()
+    running_bond_wall(WALL_BRICKS_PER_COURSE, _courses_for(max(sizes)), into=wall)
+    figures["placement_us"] = {str(n): _window_median_us(wall.timings, min(n, len(wall) - 25)) for n in sizes}
+    figures["wall_pieces"] = len(wall)
+    full: dict[str, float] = {}
+    stability: dict[str, bool] = {}
+    for n in sizes[1:]:
+        asm = running_bond_wall(WALL_BRICKS_PER_COURSE, _courses_for(n))
+        t = time.perf_counter()
+        report = check(asm)
+        full[str(n)] = round(time.perf_counter() - t, 4)
+        stability[str(n)] = report.valid
+    figures["full_check_s"] = full
+    figures["full_check_valid"] = stability
+    figures["brickagent_attach_us"] = _brickagent_attach_us(_courses_for(400))
+    ours = figures["placement_us"].get("400")
+    theirs = figures["brickagent_attach_us"]
+    figures["placement_vs_brickagent_ratio"] = round(ours / theirs, 3) if ours and theirs else None
+    return figures
+
+
+def format_figures(figures: dict[str, Any]) -> str:
+    """Human-readable lines for the figures."""
+    lines = []
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k}: {v}" for k, v in value.items())
+            lines.append(f"{key:<32} {inner}")
+        else:
+            lines.append(f"{key:<32} {value}")
+    return "\n".join(lines)
