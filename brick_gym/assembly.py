@@ -423,7 +423,9 @@ class Assembly:
                     (host,),
                 )
         if self.strict:
-            refusal = self._check_rules(part, code) or self._check_collision(candidate)
+            refusal = self._check_rules(part, code)
+            if refusal is None:
+                refusal = self._check_collision(candidate)
             if refusal is not None:
                 return refusal
         self._insert(candidate, joints)
