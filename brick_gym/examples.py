@@ -70,3 +70,29 @@ def running_bond_wall(
             row.append(_must(wall.attach(stem, colour, to=columns[col], by=("hole", 0))))
             col += width
     return wall
+
+
+DEFAULT_RANDOM_PALETTE = ("3001", "3003", "3005", "3034", "3023", "3062b", "3700", "2780")
+
+
+def random_assembly(seed: int, steps: int, palette: tuple[str, ...] = DEFAULT_RANDOM_PALETTE) -> Assembly:
+    """A strict assembly grown from one brick by ``steps`` random attach attempts (mating sources, 90° yaws).
+
+    Refused attempts are skipped, so the result is always valid except possibly for stability.
+    """
+    from . import connectors as cx
+    from .catalog import part
+
+    rng = np.random.default_rng(seed)
+    a = Assembly(name=f"random-{seed}")
+    a.add("3001", "red")
+    for _ in range(steps):
+        free = a.free_connectors()
+        target = free[rng.integers(len(free))]
+        t_conn = a[target.piece].part.connector(target.group, target.index)
+        stem = palette[rng.integers(len(palette))]
+        sources = [c for c in part(stem).connectors if cx.mates(t_conn, c)]
+        if sources:
+            src = sources[rng.integers(len(sources))]
+            a.attach(stem, "red", to=target, by=(src.group, src.group_index), yaw=float(rng.integers(4)) * 90)
+    return a

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from brick_gym.assembly import Assembly
-from brick_gym.examples import readme_wall, running_bond_wall, translation
+from brick_gym.examples import random_assembly, readme_wall, running_bond_wall, translation
 from brick_gym.modelfile import to_ldraw
 from brick_gym.rules import Rules, Setting
 from brick_gym.validity import check, consistency_errors, joints_from_scratch
@@ -87,27 +87,6 @@ def test_connection_graph_agrees_with_bricknet(builder) -> None:
     g = bricknet.parse_ldr(text)
     assert len(g.edges) == len(a.joints)
     assert sorted(map(sorted, g.components)) == sorted(a.components)
-
-
-def random_assembly(seed: int, steps: int, palette=("3001", "3003", "3005", "3034", "3023", "3062b", "3700", "2780")):
-    """A random strict assembly grown by attaching palette parts on random free connectors with mating sources."""
-    from brick_gym import connectors as cx
-    from brick_gym.catalog import part as get_part
-
-    rng = np.random.default_rng(seed)
-    a = Assembly()
-    a.add("3001", "red")
-    for _ in range(steps):
-        free = a.free_connectors()
-        target = free[rng.integers(len(free))]
-        t_conn = a[target.piece].part.connector(target.group, target.index)
-        stem = palette[rng.integers(len(palette))]
-        sources = [c for c in get_part(stem).connectors if cx.mates(t_conn, c)]
-        if not sources:
-            continue
-        src = sources[rng.integers(len(sources))]
-        a.attach(stem, "red", to=target, by=(src.group, src.group_index), yaw=float(rng.integers(4)) * 90)
-    return a
 
 
 @pytest.mark.parametrize("seed", [3, 4])

@@ -1,0 +1,113 @@
+"""``brick-gym`` commands end to end: exit codes, JSON shapes, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from brick_gym.cli import main
+from brick_gym.examples import readme_wall, translation
+from brick_gym.assembly import Assembly
+from brick_gym.modelfile import save
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_check_valid_model_exits_0_with_json(tmp_path, capsys) -> None:
+    path = save(readme_wall(), tmp_path / "wall.mpd")
+    code, out, _ = run(capsys, "check", str(path), "--json", "--setting", "model")
+    data = json.loads(out)
+    assert code == 0
+    assert data["valid"] is True and data["pieces"] == 11 and data["components"] == 1 and data["issues"] == []
+
+
+def test_check_invalid_model_exits_1_and_names_pieces(tmp_path, capsys) -> None:
+    a = Assembly(strict=False)
+    a.add("3001", "red")
+    a.add("3001", "blue", translation(20, 0, 0))
+    path = save(a, tmp_path / "bad.ldr")
+    code, out, _ = run(capsys, "check", str(path), "--json")
+    data = json.loads(out)
+    assert code == 1
+    assert data["issues"][0]["kind"] == "collision"  # (interpenetrating bodies also fly apart in the physics)
+    assert data["issues"][0]["pieces"] == [0, 1]
+
+
+def test_check_inventory_violation(tmp_path, capsys, altbuild_inventory_path) -> None:
+    a = Assembly(strict=False)
+    for i in range(9):
+        a.add("3001", "red", translation(100.0 * i, 0, 0))
+    path = save(a, tmp_path / "nine.mpd")
+    code, out, _ = run(
+        capsys, "check", str(path), "--setting", "alt-build", "--inventory", str(altbuild_inventory_path), "--json"
+    )
+    assert code == 1
+    assert "stock" in {i["kind"] for i in json.loads(out)["issues"]}
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"),
+    [
+        ("1 4 0 0 0 1 0 0 0 1 0 0 0 1\n", "parse"),
+        ("7 what is this\n", "parse"),
+        (b"\x00\x01\x02binary", "parse"),
+    ],
+)
+def test_malformed_files_exit_2_with_a_message(tmp_path, capsys, content, kind) -> None:
+    path = tmp_path / "broken.ldr"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    code, out, _ = run(capsys, "check", str(path), "--json")
+    assert code == 2
+    data = json.loads(out)
+    assert data["valid"] is False and data["issues"][0]["kind"] == kind
+    assert "broken.ldr" in data["issues"][0]["message"]
+
+
+def test_missing_file_and_bad_inventory_exit_2(tmp_path, capsys) -> None:
+    code, _, err = run(capsys, "check", str(tmp_path / "nope.ldr"))
+    assert code == 2 and "nope.ldr" in err
+    inv = tmp_path / "inv.json"
+    inv.write_text('{"3001": {"red": "many"}}')
+    path = save(readme_wall(), tmp_path / "w.mpd")
+    code, _, err = run(capsys, "check", str(path), "--setting", "alt-build", "--inventory", str(inv))
+    assert code == 2 and "count" in err
+
+
+def test_unknown_part_exits_1_with_unknown_part_issue(tmp_path, capsys) -> None:
+    path = tmp_path / "u.ldr"
+    path.write_text("1 4 0 0 0 1 0 0 0 1 0 0 0 1 3001.dat\n1 4 0 -24 0 1 0 0 0 1 0 0 0 1 zzz.dat\n")
+    code, out, _ = run(capsys, "check", str(path), "--json")
+    assert code == 1
+    issues = json.loads(out)["issues"]
+    assert issues[0]["kind"] == "unknown_part" and "zzz" in issues[0]["message"]
+
+
+def test_find_and_describe(capsys) -> None:
+    code, out, _ = run(capsys, "find", "brick", "2x4")
+    assert code == 0 and out.splitlines()[0].startswith("3001 ")
+    code, out, _ = run(capsys, "describe", "3001")
+    assert code == 0 and "brick 2x4" in out and "stud[7]" in out and "hole[0]" in out
+    code, _, err = run(capsys, "describe", "brikc 2x4")
+    assert code == 2 and "unknown part" in err
+
+
+def test_demo_writes_model_and_report(tmp_path, capsys) -> None:
+    code, out, _ = run(capsys, "demo", "--out", str(tmp_path))
+    assert code == 0 and "VALID" in out
+    assert (tmp_path / "model.mpd").read_text().count("\n1 ") == 11
+    assert json.loads((tmp_path / "report.json").read_text())["valid"] is True
+
+
+def test_console_script_runs_as_a_module() -> None:
+    out = subprocess.run([sys.executable, "-m", "brick_gym.cli", "find", "3001"], capture_output=True, text=True)
+    assert out.returncode == 0 and "3001" in out.stdout
