@@ -293,8 +293,12 @@ class Assembly:
             by = (m.group(1), int(m.group(2)))
         return self.place(Placement(part, colour, target, tuple(by), yaw, flip, slide, rotation))
 
-    def place(self, placement: Placement) -> Outcome:
-        """Check a placement against the assembly and commit it, or refuse it with a reason."""
+    def evaluate(self, placement: Placement) -> Outcome:
+        """Check a placement without committing it: the outcome ``place`` would give (joints not listed)."""
+        return self.place(placement, dry_run=True)
+
+    def place(self, placement: Placement, *, dry_run: bool = False) -> Outcome:
+        """Check a placement against the assembly and commit it (unless ``dry_run``), or refuse it with a reason."""
         try:
             part = catalog().resolve(placement.part)
         except UnknownPart as exc:
@@ -314,7 +318,7 @@ class Assembly:
             if isinstance(resolved, Outcome):
                 return resolved
             pose, authored = resolved
-        return self._commit_checked(part, code, pose, authored)
+        return self._commit_checked(part, code, pose, authored, dry_run)
 
     def remove(self, piece_id: int) -> Outcome:
         """Remove a piece and its joints."""
@@ -404,10 +408,19 @@ class Assembly:
         return pose, (host.id, t_conn.index, s_conn.index)
 
     def _commit_checked(
-        self, part: Part, code: int, pose: np.ndarray, authored: tuple[int, int, int] | None
+        self, part: Part, code: int, pose: np.ndarray, authored: tuple[int, int, int] | None, dry_run: bool = False
     ) -> Outcome:
         new_id = self._next_id
         candidate = Piece(new_id, part, code, _frozen(pose))
+        if self.strict:
+            refusal = self._check_rules(part, code)
+            if refusal is None:
+                refusal = self._check_collision(candidate)
+            if refusal is not None:
+                return refusal
+        engaged_by_construction = authored is None or cx.exclusive(part.connectors[authored[2]])
+        if dry_run and engaged_by_construction:
+            return Outcome(True, None, f"would place {candidate.describe()}")
         joints = self._find_joints(candidate)
         if authored is not None:
             host, t_idx, s_idx = authored
@@ -422,12 +435,8 @@ class Assembly:
                     f"with these parameters (slide too far for the axle lengths?)",
                     (host,),
                 )
-        if self.strict:
-            refusal = self._check_rules(part, code)
-            if refusal is None:
-                refusal = self._check_collision(candidate)
-            if refusal is not None:
-                return refusal
+        if dry_run:
+            return Outcome(True, None, f"would place {candidate.describe()}", None, (), tuple(joints))
         self._insert(candidate, joints)
         self._next_id = new_id + 1
         self._history.append(("add", new_id, new_id))
