@@ -293,6 +293,17 @@ class Assembly:
             by = (m.group(1), int(m.group(2)))
         return self.place(Placement(part, colour, target, tuple(by), yaw, flip, slide, rotation))
 
+    def pose_for(self, placement: Placement) -> np.ndarray | None:
+        """The world pose a placement would give its part, or None when it cannot be resolved."""
+        if placement.target is None:
+            return None if placement.pose is None else np.asarray(placement.pose, dtype=np.float64)
+        try:
+            part = catalog().resolve(placement.part)
+        except UnknownPart:
+            return None
+        resolved = self._resolve_mate(part, placement)
+        return None if isinstance(resolved, Outcome) else resolved[0]
+
     def evaluate(self, placement: Placement) -> Outcome:
         """Check a placement without committing it: the outcome ``place`` would give (joints not listed)."""
         return self.place(placement, dry_run=True)

@@ -1,0 +1,256 @@
+"""Connector-indexed actions: the palette, target slots, and two encodings with masks.
+
+- :class:`FactoredCodec` — ``MultiDiscrete([P + 1, K, S, Y])``: palette slot (index P = STOP), target connector
+  slot, source connector of the new part, yaw (quarter turns). Per-dimension masks (what sb3-contrib's
+  MaskablePPO consumes for MultiDiscrete); a combination the masks allow may still be illegal — it is then a
+  no-op with a penalty and ``info["invalid_reason"]``.
+- :class:`CandidateCodec` — ``Discrete(N + 1)``: a ranked list of up to N placements that were each checked
+  against the assembly (dry run) plus STOP. The mask is exact: a masked random policy never makes an illegal
+  placement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import connectors as cx
+from ..assembly import Assembly, ConnectorRef, Placement
+from ..catalog import Connector, Part, part as get_part
+from ..colours import colour as get_colour
+
+YAWS = (0.0, 90.0, 180.0, 270.0)
+
+
+@dataclass(frozen=True)
+class PaletteSlot:
+    """A part in a colour, with the connectors of the new part an action may mate (its ``sources``)."""
+
+    stem: str
+    colour: int
+    sources: tuple[tuple[str, int], ...]
+
+    @property
+    def part(self) -> Part:
+        """The catalogue part."""
+        return get_part(self.stem)
+
+    def source(self, index: int) -> Connector:
+        """The source connector at ``index``."""
+        group, i = self.sources[index]
+        return self.part.connector(group, i)
+
+
+def default_sources(part: Part, max_sources: int = 2) -> tuple[tuple[str, int], ...]:
+    """Mating connectors for a part: its first and last bottom hole (so bricks can also overhang), else the first
+    connector of each group. With four yaws this reaches every stud-aligned pose of a brick or plate."""
+    for group in ("hole", "tube", "pin", "socket", "axle"):
+        conns = part.groups.get(group)
+        if conns:
+            picks = [0] if len(conns) == 1 else [0, len(conns) - 1]
+            return tuple((group, i) for i in picks[:max_sources])
+    return tuple((g, 0) for g in list(part.groups)[:max_sources])
+
+
+def make_palette(entries: Sequence[tuple[str, int | str]], max_sources: int = 2) -> tuple[PaletteSlot, ...]:
+    """Palette slots from (part, colour) pairs; part names and colour names are resolved."""
+    slots = []
+    for stem, col in entries:
+        p = get_part(stem)
+        slots.append(PaletteSlot(p.stem, get_colour(col).code, default_sources(p, max_sources)))
+    return tuple(slots)
+
+
+def target_slots(assembly: Assembly, palette: Sequence[PaletteSlot], limit: int) -> list[ConnectorRef]:
+    """Free connectors of the assembly that some palette source can mate, in (piece id, connector) order."""
+    kinds = {(c.kind, c.subtype, c.polarity): c for s in palette for c in (s.source(i) for i in range(len(s.sources)))}
+    sources = list(kinds.values())
+    out: list[ConnectorRef] = []
+    for pid in sorted(assembly.pieces):
+        piece = assembly.pieces[pid]
+        for c in piece.part.connectors:
+            if any(cx.mates(c, s) for s in sources) and assembly.is_free(ConnectorRef(pid, c.group, c.group_index)):
+                out.append(ConnectorRef(pid, c.group, c.group_index))
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """An action decoded: STOP, a placement, or an error saying why the action could not be read."""
+
+    stop: bool = False
+    placement: Placement | None = None
+    error: str | None = None
+
+
+class FactoredCodec:
+    """``MultiDiscrete([P + 1, K, S, Y])`` with per-dimension masks."""
+
+    name = "factored"
+
+    def __init__(self, palette: Sequence[PaletteSlot], max_targets: int) -> None:
+        self.palette = tuple(palette)
+        self.max_targets = max_targets
+        self.max_sources = max(len(s.sources) for s in self.palette)
+        self.nvec = np.array([len(self.palette) + 1, max_targets, self.max_sources, len(YAWS)], dtype=np.int64)
+
+    def space(self):  # -> gymnasium.spaces.MultiDiscrete
+        """The action space."""
+        from gymnasium import spaces
+
+        return spaces.MultiDiscrete(self.nvec)
+
+    @property
+    def stop_action(self) -> np.ndarray:
+        """The STOP action."""
+        return np.array([len(self.palette), 0, 0, 0], dtype=np.int64)
+
+    def decode(self, action: object, targets: Sequence[ConnectorRef]) -> Decoded:
+        """Read an action; malformed or out-of-range actions come back with an error, never an exception."""
+        try:
+            a = np.asarray(action).reshape(-1)
+            if a.shape != (4,) or not np.all(np.isfinite(a.astype(float))) or np.any(a != np.round(a)):
+                raise ValueError
+            p, k, s, y = (int(v) for v in a)
+        except (ValueError, TypeError):
+            return Decoded(error=f"malformed action {action!r}: expected 4 integers (palette, target, source, yaw)")
+        if not all(0 <= v < n for v, n in zip((p, k, s, y), self.nvec.tolist(), strict=True)):
+            return Decoded(error=f"action {[p, k, s, y]} out of range: each entry must be below {self.nvec.tolist()}")
+        if p == len(self.palette):
+            return Decoded(stop=True)
+        slot = self.palette[p]
+        if k >= len(targets):
+            return Decoded(error=f"target slot {k} is empty: only {len(targets)} free connectors are listed")
+        if s >= len(slot.sources):
+            return Decoded(error=f"source {s} does not exist for {slot.stem}: it has {len(slot.sources)}")
+        return Decoded(placement=Placement(slot.stem, slot.colour, targets[k], slot.sources[s], YAWS[y]))
+
+    def encode(self, palette_index: int, target_index: int, source_index: int, yaw_index: int) -> np.ndarray:
+        """The action for these indices."""
+        return np.array([palette_index, target_index, source_index, yaw_index], dtype=np.int64)
+
+    def masks(self, assembly: Assembly, targets: Sequence[ConnectorRef]) -> np.ndarray:
+        """Concatenated per-dimension int8 masks (palette incl. STOP, target, source, yaw)."""
+        stock = _in_stock(assembly, self.palette)
+        palette = np.array([*stock, True], dtype=np.int8)
+        target = np.zeros(self.max_targets, dtype=np.int8)
+        target[: len(targets)] = 1
+        if not targets or not any(stock):
+            palette[:-1] = 0
+        source = np.ones(self.max_sources, dtype=np.int8)
+        yaw = np.ones(len(YAWS), dtype=np.int8)
+        return np.concatenate([palette, target, source, yaw])
+
+
+class CandidateCodec:
+    """``Discrete(N + 1)``: up to N placements checked against the assembly, then STOP (index N)."""
+
+    name = "candidates"
+
+    def __init__(self, palette: Sequence[PaletteSlot], max_candidates: int, max_attempts: int = 2000) -> None:
+        self.palette = tuple(palette)
+        self.max_candidates = max_candidates
+        self.max_attempts = max_attempts
+
+    def space(self):  # -> gymnasium.spaces.Discrete
+        """The action space."""
+        from gymnasium import spaces
+
+        return spaces.Discrete(self.max_candidates + 1)
+
+    @property
+    def stop_action(self) -> int:
+        """The STOP action."""
+        return self.max_candidates
+
+    def candidates(self, assembly: Assembly, targets: Sequence[ConnectorRef]) -> list[tuple[int, Placement]]:
+        """Legal placements (palette index, placement), round-robin over target slots so that every region of
+        the model is offered; each is checked with a dry run."""
+        stock = _in_stock(assembly, self.palette)
+        if not any(stock):
+            return []
+        per_target = [self._options(assembly, t, stock) for t in targets]
+        out: list[tuple[int, Placement]] = []
+        attempts = 0
+        for option in _round_robin(per_target):
+            attempts += 1
+            if assembly.evaluate(option[1]).ok:
+                out.append(option)
+                if len(out) >= self.max_candidates:
+                    break
+            if attempts >= self.max_attempts:
+                break
+        return out
+
+    def _options(self, assembly: Assembly, target: ConnectorRef, stock: list[bool]) -> Iterator[tuple[int, Placement]]:
+        t_conn = assembly[target.piece].part.connector(target.group, target.index)
+        for p, slot in enumerate(self.palette):
+            if not stock[p]:
+                continue
+            for s in range(len(slot.sources)):
+                if cx.mates(t_conn, slot.source(s)):
+                    for yaw in YAWS:
+                        yield p, Placement(slot.stem, slot.colour, target, slot.sources[s], yaw)
+
+    def decode(self, action: object, candidates: Sequence[tuple[int, Placement]]) -> Decoded:
+        """Read an action against the current candidate list."""
+        try:
+            a = np.asarray(action).reshape(-1)
+            if a.shape != (1,) or float(a[0]) != round(float(a[0])):
+                raise ValueError
+            i = int(a[0])
+        except (ValueError, TypeError):
+            return Decoded(error=f"malformed action {action!r}: expected one integer")
+        if not 0 <= i <= self.max_candidates:
+            return Decoded(error=f"action {i} out of range: must be in 0..{self.max_candidates}")
+        if i == self.max_candidates:
+            return Decoded(stop=True)
+        if i >= len(candidates):
+            return Decoded(error=f"candidate {i} does not exist: only {len(candidates)} are listed")
+        return Decoded(placement=candidates[i][1])
+
+    def masks(self, candidates: Sequence[tuple[int, Placement]]) -> np.ndarray:
+        """Exact int8 mask: listed candidates and STOP."""
+        m = np.zeros(self.max_candidates + 1, dtype=np.int8)
+        m[: len(candidates)] = 1
+        m[-1] = 1
+        return m
+
+
+def _in_stock(assembly: Assembly, palette: Sequence[PaletteSlot]) -> list[bool]:
+    setting = assembly.rules.setting
+    if setting.max_parts is not None and len(assembly) >= setting.max_parts:
+        return [False] * len(palette)
+    left = assembly.stock_left()
+    inv = assembly.rules.inventory
+    if inv is None:
+        return [True] * len(palette)
+    return [inv.allows(s.stem, s.colour) and left.get((s.stem, s.colour), 0) != 0 for s in palette]
+
+
+def _round_robin(iterators: list[Iterator]) -> Iterator:
+    live = list(iterators)
+    while live:
+        nxt = []
+        for it in live:
+            item = next(it, None)
+            if item is not None:
+                yield item
+                nxt.append(it)
+        live = nxt
+
+
+__all__ = [
+    "YAWS",
+    "CandidateCodec",
+    "Decoded",
+    "FactoredCodec",
+    "PaletteSlot",
+    "default_sources",
+    "make_palette",
+    "target_slots",
+]

@@ -1,0 +1,146 @@
+"""The observation: one flat ``Dict`` of fixed-shape float32 arrays (SB3 ``MultiInputPolicy`` reads it as is).
+
+Slices (sizes from :class:`ObservationConfig`):
+- ``pieces`` (max_pieces, 8): present, palette index / P, x, height, z (studs / plates, divided by ``scale``),
+  cos yaw, sin yaw, joints / 8 — one row per placed piece in id order, zero rows after.
+- ``targets`` (max_targets, 7): present, x, height, z (scaled as above), mating axis (x, up, z) — the free
+  connector slots the factored action's target index refers to.
+- ``inventory`` (P,): pieces left per palette slot / its starting stock (1.0 when unlimited, 0 when absent).
+- ``progress`` (4,): steps / max_steps, pieces / max_pieces, components / pieces, last action was illegal.
+- ``target`` (V, V, V): the task's target occupancy (x, up, z), zeros when the task has none.
+- ``candidates`` (N, 9 + P) — candidate encoding only: listed, palette one-hot, resulting x, height, z,
+  yaw one-hot (4), joints it forms is not known before placing, so not included.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..assembly import Assembly, ConnectorRef, Placement
+from .actions import YAWS, PaletteSlot
+
+BOUND = 1e4
+
+
+@dataclass(frozen=True)
+class ObservationConfig:
+    """Static sizes of the observation."""
+
+    max_pieces: int
+    max_targets: int
+    palette_size: int
+    target_size: int = 12
+    max_candidates: int = 0
+    scale: float = 16.0
+
+
+def _position_features(xyz: np.ndarray, scale: float) -> np.ndarray:
+    """(x studs, height in plates, z studs) / scale from LDU world positions (LDraw −Y up)."""
+    return np.column_stack([xyz[:, 0] / 20.0, -xyz[:, 1] / 8.0, xyz[:, 2] / 20.0]) / scale
+
+
+class ObservationBuilder:
+    """Builds observations and their space for a palette and static sizes."""
+
+    def __init__(self, config: ObservationConfig, palette: Sequence[PaletteSlot]) -> None:
+        self.config = config
+        self.palette = tuple(palette)
+        self._slot_of = {(s.stem, s.colour): i for i, s in enumerate(self.palette)}
+
+    def space(self):  # -> gymnasium.spaces.Dict
+        """The observation space."""
+        from gymnasium import spaces
+
+        c = self.config
+        box = lambda *shape: spaces.Box(-BOUND, BOUND, shape=shape, dtype=np.float32)  # noqa: E731
+        items = {
+            "pieces": box(c.max_pieces, 8),
+            "targets": box(c.max_targets, 7),
+            "inventory": spaces.Box(0.0, 1.0, shape=(c.palette_size,), dtype=np.float32),
+            "progress": spaces.Box(0.0, 1.0, shape=(4,), dtype=np.float32),
+            "target": spaces.Box(0.0, 1.0, shape=(c.target_size,) * 3, dtype=np.float32),
+        }
+        if c.max_candidates:
+            items["candidates"] = box(c.max_candidates, 8 + c.palette_size)
+        return spaces.Dict(items)
+
+    def build(
+        self,
+        assembly: Assembly,
+        targets: Sequence[ConnectorRef],
+        *,
+        step: int,
+        max_steps: int,
+        last_invalid: bool,
+        target: np.ndarray | None,
+        initial_stock: Sequence[int | None],
+        candidates: Sequence[tuple[int, Placement]] | None = None,
+        candidate_poses: Sequence[np.ndarray] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """The observation for the current state."""
+        c = self.config
+        pieces = np.zeros((c.max_pieces, 8), dtype=np.float32)
+        ids = sorted(assembly.pieces)[: c.max_pieces]
+        if ids:
+            poses = np.array([assembly[i].pose for i in ids])
+            pieces[: len(ids), 0] = 1.0
+            pieces[: len(ids), 1] = [self._slot_of.get((assembly[i].part.stem, assembly[i].colour), -1) for i in ids]
+            pieces[: len(ids), 1] /= max(1, len(self.palette))
+            pieces[: len(ids), 2:5] = _position_features(poses[:, :3, 3], c.scale)
+            pieces[: len(ids), 5] = poses[:, 0, 0]
+            pieces[: len(ids), 6] = poses[:, 2, 0]
+            pieces[: len(ids), 7] = [len(assembly.neighbours(i)) / 8.0 for i in ids]
+        tgt = np.zeros((c.max_targets, 7), dtype=np.float32)
+        if targets:
+            frames = np.array([assembly.connector_frame(t) for t in targets[: c.max_targets]])
+            n = len(frames)
+            tgt[:n, 0] = 1.0
+            tgt[:n, 1:4] = _position_features(frames[:, :3, 3], c.scale)
+            axis = -frames[:, :3, 1]
+            tgt[:n, 4:7] = np.column_stack([axis[:, 0], -axis[:, 1], axis[:, 2]])
+        inventory = np.zeros(c.palette_size, dtype=np.float32)
+        left = assembly.stock_left()
+        for i, (slot, start) in enumerate(zip(self.palette, initial_stock, strict=True)):
+            if start is None:
+                inventory[i] = 1.0
+            elif start > 0:
+                inventory[i] = max(0, left.get((slot.stem, slot.colour), 0) or 0) / start
+        n = len(assembly)
+        progress = np.array(
+            [
+                min(1.0, step / max(1, max_steps)),
+                min(1.0, n / max(1, c.max_pieces)),
+                len(assembly.components) / n if n else 0.0,
+                float(last_invalid),
+            ],
+            dtype=np.float32,
+        )
+        obs = {
+            "pieces": np.clip(pieces, -BOUND, BOUND),
+            "targets": np.clip(tgt, -BOUND, BOUND),
+            "inventory": inventory,
+            "progress": progress,
+            "target": (target if target is not None else np.zeros((c.target_size,) * 3)).astype(np.float32),
+        }
+        if c.max_candidates:
+            obs["candidates"] = self._candidates(candidates or (), candidate_poses or ())
+        return obs
+
+    def _candidates(self, candidates: Sequence[tuple[int, Placement]], poses: Sequence[np.ndarray]) -> np.ndarray:
+        c = self.config
+        out = np.zeros((c.max_candidates, 8 + c.palette_size), dtype=np.float32)
+        for row, ((slot, placement), pose) in enumerate(zip(candidates, poses, strict=True)):
+            out[row, 0] = 1.0
+            out[row, 1 + slot] = 1.0
+            out[row, 1 + c.palette_size : 4 + c.palette_size] = _position_features(pose[None, :3, 3], c.scale)[0]
+            out[row, 4 + c.palette_size + YAWS.index(placement.yaw) % 4] = 1.0
+        return np.clip(out, -BOUND, BOUND)
+
+
+def yaw_of(pose: np.ndarray) -> float:
+    """Rotation about the vertical axis in degrees (for text renders)."""
+    return math.degrees(math.atan2(pose[2, 0], pose[0, 0]))
