@@ -7,7 +7,8 @@ Slices (sizes from :class:`ObservationConfig`):
   connector slots the factored action's target index refers to.
 - ``inventory`` (P,): pieces left per palette slot / its starting stock (1.0 when unlimited, 0 when absent).
 - ``progress`` (4,): steps / max_steps, pieces / max_pieces, components / pieces, last action was illegal.
-- ``target`` (V, V, V): the task's target occupancy (x, up, z), zeros when the task has none.
+- ``target`` (V³,): the task's target occupancy on a V×V×V box, flattened in (x, up, z) C order; zeros when the
+  task has none (flat so that SB3 does not mistake it for an image).
 - ``candidates`` (N, 9 + P) — candidate encoding only: listed, palette one-hot, resulting x, height, z,
   yaw one-hot (4), joints it forms is not known before placing, so not included.
 """
@@ -62,7 +63,7 @@ class ObservationBuilder:
             "targets": box(c.max_targets, 7),
             "inventory": spaces.Box(0.0, 1.0, shape=(c.palette_size,), dtype=np.float32),
             "progress": spaces.Box(0.0, 1.0, shape=(4,), dtype=np.float32),
-            "target": spaces.Box(0.0, 1.0, shape=(c.target_size,) * 3, dtype=np.float32),
+            "target": spaces.Box(0.0, 1.0, shape=(c.target_size**3,), dtype=np.float32),
         }
         if c.max_candidates:
             items["candidates"] = box(c.max_candidates, 8 + c.palette_size)
@@ -124,7 +125,7 @@ class ObservationBuilder:
             "targets": np.clip(tgt, -BOUND, BOUND),
             "inventory": inventory,
             "progress": progress,
-            "target": (target if target is not None else np.zeros((c.target_size,) * 3)).astype(np.float32),
+            "target": (target if target is not None else np.zeros(c.target_size**3)).astype(np.float32).reshape(-1),
         }
         if c.max_candidates:
             obs["candidates"] = self._candidates(candidates or (), candidate_poses or ())

@@ -1,0 +1,208 @@
+"""Stable-Baselines3 glue: picklable env factories, a features extractor for the Dict observation, MaskablePPO
+training with checkpoints and masked evaluation, and policy evaluation comparable with the baselines."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+def _build_env(env_id: str, seed: int, kwargs: dict[str, Any], stats_path: str | None) -> gym.Env:
+    import brick_gym.envs  # noqa: F401  (registers the ids in subprocesses)
+    from brick_gym.envs.wrappers import EpisodeStats
+
+    env = gym.make(env_id, **kwargs)
+    if stats_path:
+        env = EpisodeStats(env, stats_path)
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    return env
+
+
+def make_env(env_id: str, seed: int = 0, stats_path: str | None = None, **kwargs: Any):
+    """A picklable zero-argument factory (for SubprocVecEnv / AsyncVectorEnv)."""
+    return functools.partial(_build_env, env_id, seed, kwargs, stats_path)
+
+
+def _torch():
+    import torch
+    from torch import nn
+
+    return torch, nn
+
+
+def dict_features_extractor():
+    """The features extractor class (built lazily so that importing this module does not import torch)."""
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    torch, nn = _torch()
+
+    class SetEncoder(nn.Module):
+        """Permutation-invariant encoder of a padded set of rows (first column = present): mean and max pool."""
+
+        def __init__(self, width: int, hidden: int) -> None:
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+            self.out_dim = 2 * hidden
+
+        def forward(self, rows):
+            present = rows[..., :1]
+            h = self.net(rows) * present
+            count = present.sum(dim=1).clamp(min=1.0)
+            mean = h.sum(dim=1) / count
+            maxed = (h - (1 - present) * 1e4).max(dim=1).values * (count > 0).float()
+            return torch.cat([mean, maxed], dim=-1)
+
+    class BrickDictExtractor(BaseFeaturesExtractor):
+        """Set encoders for pieces and target slots, a per-row encoder for candidates (keeps their order, so the
+        policy head can score each one), an MLP for the target voxels, and the small vectors as they are."""
+
+        def __init__(self, observation_space, hidden: int = 64) -> None:
+            spaces = observation_space.spaces
+            pieces = SetEncoder(spaces["pieces"].shape[-1], hidden)
+            targets = SetEncoder(spaces["targets"].shape[-1], hidden)
+            voxels = int(np.prod(spaces["target"].shape))
+            small = spaces["inventory"].shape[0] + spaces["progress"].shape[0]
+            total = pieces.out_dim + targets.out_dim + hidden + small
+            cand = None
+            if "candidates" in spaces:
+                n, width = spaces["candidates"].shape
+                cand = nn.Sequential(nn.Linear(width, 16), nn.ReLU())
+                total += n * 16
+            super().__init__(observation_space, features_dim=total)
+            self.pieces, self.targets, self.cand = pieces, targets, cand
+            self.voxels = nn.Sequential(nn.Flatten(), nn.Linear(voxels, hidden), nn.ReLU())
+
+        def forward(self, obs):
+            parts = [
+                self.pieces(obs["pieces"]),
+                self.targets(obs["targets"]),
+                self.voxels(obs["target"]),
+                obs["inventory"],
+                obs["progress"],
+            ]
+            if self.cand is not None:
+                parts.append(self.cand(obs["candidates"]).flatten(start_dim=1))
+            return torch.cat(parts, dim=-1)
+
+    return BrickDictExtractor
+
+
+@dataclass
+class TrainConfig:
+    """One MaskablePPO run."""
+
+    env_id: str = "BrickGym/FidelityCandidates-v0"
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    eval_kwargs: dict[str, Any] = field(default_factory=lambda: {"split": "test"})
+    total_timesteps: int = 20_000
+    n_envs: int = 2
+    seed: int = 0
+    n_steps: int = 256
+    batch_size: int = 128
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    ent_coef: float = 0.01
+    eval_episodes: int = 20
+    eval_freq: int = 0
+    checkpoint_freq: int = 0
+    subprocess: bool = True
+    out_dir: str = "runs/ppo"
+
+
+def train(config: TrainConfig, callbacks: list | None = None) -> dict[str, Any]:
+    """Train MaskablePPO with vectorised envs; writes checkpoints, the final model and ``result.json``."""
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+    from stable_baselines3.common.callbacks import CheckpointCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fns = [
+        make_env(config.env_id, config.seed + i, str(out / "train_stats.jsonl"), **config.env_kwargs)
+        for i in range(config.n_envs)
+    ]
+    vec = SubprocVecEnv(fns) if config.subprocess and config.n_envs > 1 else DummyVecEnv(fns)
+    model = MaskablePPO(
+        "MultiInputPolicy",
+        vec,
+        n_steps=config.n_steps,
+        batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        gamma=config.gamma,
+        ent_coef=config.ent_coef,
+        seed=config.seed,
+        verbose=0,
+        device="cpu",
+        policy_kwargs={"features_extractor_class": dict_features_extractor()},
+    )
+    cbs = list(callbacks or [])
+    if config.checkpoint_freq:
+        cbs.append(CheckpointCallback(max(1, config.checkpoint_freq // config.n_envs), str(out / "checkpoints")))
+    if config.eval_freq:
+        eval_env = DummyVecEnv([make_env(config.env_id, 10_000 + config.seed, **config.eval_kwargs)])
+        cbs.append(
+            MaskableEvalCallback(
+                eval_env,
+                n_eval_episodes=5,
+                eval_freq=max(1, config.eval_freq // config.n_envs),
+                best_model_save_path=str(out / "best"),
+                log_path=str(out / "eval"),
+                verbose=0,
+            )
+        )
+    t = time.perf_counter()
+    model.learn(total_timesteps=config.total_timesteps, callback=cbs or None, progress_bar=False)
+    seconds = time.perf_counter() - t
+    model.save(out / "final_model")
+    vec.close()
+    result = {
+        "config": asdict(config),
+        "train_seconds": round(seconds, 2),
+        "steps_per_second": round(config.total_timesteps / seconds, 1),
+        "model": str(out / "final_model.zip"),
+    }
+    result["eval"] = evaluate_policy(model, config.env_id, config.eval_kwargs, config.eval_episodes, seed=10_000)
+    _atomic_json(out / "result.json", result)
+    return result
+
+
+class PolicyAgent:
+    """Wraps a trained MaskablePPO model as an agent with ``act(env)`` (deterministic, masked)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def act(self, env: Any) -> Any:
+        base = env.unwrapped
+        obs = base._observation()
+        action, _ = self.model.predict(obs, action_masks=base.action_masks(), deterministic=True)
+        return action
+
+
+def evaluate_policy(model: Any, env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int) -> dict[str, Any]:
+    """Masked deterministic evaluation on ``episodes`` tasks (seeds ``seed..seed+episodes-1``)."""
+    import brick_gym.envs  # noqa: F401
+
+    from .baselines import run_episodes, summarise
+
+    env = gym.make(env_id, **env_kwargs)
+    try:
+        return summarise(run_episodes(env, PolicyAgent(model), episodes, seed))
+    finally:
+        env.close()
+
+
+def _atomic_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
