@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import connectors as cx
-from .catalog import Connector, Part, UnknownPart, catalog
 from . import joints as jx
+from .catalog import Connector, Part, UnknownPart, catalog
 from .collision import CollisionIndex
 from .colours import UnknownColour, colour
 from .rules import Rules

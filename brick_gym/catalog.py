@@ -7,6 +7,7 @@ Loaded lazily once per process and read-only afterwards. Connectors are grouped 
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterator
@@ -108,19 +109,16 @@ class Catalog:
     """All parts BrickNet knows, with lookup by stem, name or alias and word search."""
 
     def __init__(self) -> None:
-        import bricknet
-        from bricknet.data import load_aliases
+        from . import bricknet_data as data
 
-        cat = bricknet.load_catalog()
-        conn_list = bricknet.load_connector_list()
-        frames = bricknet.load_connectors()
-        self._bn = cat
-        self._aliases = load_aliases()
-        self._conn_list = conn_list
-        self._frames = frames
+        names = data.part_names()
+        self.stems: tuple[str, ...] = tuple(names)
+        self.names: tuple[str, ...] = tuple(names.values())
+        self._stem_to_id = {s: i for i, s in enumerate(self.stems)}
+        self._name_to_id: dict[str, int] = {}
+        for i, n in enumerate(self.names):
+            self._name_to_id.setdefault(n, i)
         self._parts: dict[int, Part] = {}
-        self.stems: tuple[str, ...] = cat.id_to_stem
-        self.names: tuple[str, ...] = cat.id_to_name
 
     def __len__(self) -> int:
         return len(self.stems)
@@ -132,11 +130,10 @@ class Catalog:
         """The part with BrickNet id ``part_id`` (file order)."""
         p = self._parts.get(part_id)
         if p is None:
-            rows = self._conn_list.get(part_id, ())
-            groups = self._frames.get(part_id, {})
+            from .bricknet_data import connector_rows
+
             conns = []
-            for i, (kind, sub, pol, idx, length) in enumerate(rows):
-                frame = np.array(groups[(sub, pol)][idx], dtype=np.float64)
+            for i, (kind, sub, pol, idx, length, frame) in enumerate(connector_rows(self.stems[part_id])):
                 frame.flags.writeable = False
                 conns.append(Connector(i, kind, sub, pol, idx, float(length), frame))
             p = Part(part_id, self.stems[part_id], self.names[part_id], tuple(conns))
@@ -153,20 +150,26 @@ class Catalog:
             raise UnknownPart(f"no part with id {key} (ids run 0..{len(self.stems) - 1})")
         text = str(key).strip()
         stem = text.lower().replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".dat")
-        pid = self._bn.stem_to_id.get(stem)
-        if pid is None and stem in self._aliases:
-            pid = self._bn.stem_to_id.get(self._aliases[stem][0])
+        pid = self._stem_to_id.get(stem)
         if pid is None:
-            pid = self._bn.name_to_id.get(" ".join(text.lower().split()))
+            alias = self.alias_transform(stem)
+            pid = None if alias is None else self._stem_to_id.get(alias[0])
         if pid is None:
-            hits = self.find(text, limit=5)
+            pid = self._name_to_id.get(" ".join(text.lower().split()))
+        if pid is None:
+            hits = self.find(text, limit=5) or [
+                self.by_id(self._name_to_id[n])
+                for n in difflib.get_close_matches(" ".join(text.lower().split()), self._name_to_id, n=5)
+            ]
             hint = f"; did you mean: {', '.join(f'{p.stem} ({p.name})' for p in hits)}" if hits else ""
             raise UnknownPart(f"unknown part {text!r}: not a BrickNet part number or name{hint}")
         return self.by_id(pid)
 
     def alias_transform(self, stem: str) -> tuple[str, np.ndarray] | None:
         """(canonical stem, wrapper transform) when ``stem`` is an alias BrickNet substitutes, else None."""
-        hit = self._aliases.get(stem.lower().removesuffix(".dat"))
+        from .bricknet_data import aliases
+
+        hit = aliases().get(stem.lower().removesuffix(".dat"))
         return (hit[0], np.array(hit[1])) if hit else None
 
     def find(self, query: str, limit: int = 20) -> list[Part]:
@@ -174,7 +177,7 @@ class Catalog:
         words = [w for w in re.split(r"\s+", query.lower().strip()) if w]
         if not words:
             return []
-        exact = self._bn.stem_to_id.get(query.lower().strip().removesuffix(".dat"))
+        exact = self._stem_to_id.get(query.lower().strip().removesuffix(".dat"))
         pop = _popularity()
         hits = []
         for pid, (stem, name) in enumerate(zip(self.stems, self.names, strict=True)):

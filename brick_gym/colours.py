@@ -78,12 +78,13 @@ class _Table:
 @functools.cache
 def _table() -> _Table:
     """Join BrickNet's names with the appearance data; built once per process on first use."""
-    import bricknet  # deferred: importing bricknet pulls in pybullet (~1 s)
+    from .bricknet_data import colour_names
 
-    catalog = bricknet.load_catalog()
+    color_to_code = colour_names()
+    code_to_color = {code: name for name, code in color_to_code.items()}  # last name per code, as BrickNet's
     data = json.loads(_DATA_FILE.read_text(encoding="utf-8"))
     by_code: dict[int, Colour] = {}
-    for code, name in sorted(catalog.code_to_color.items()):
+    for code, name in sorted(code_to_color.items()):
         entry = data.get(str(code))
         if entry is None:  # a newer BrickNet than the data file: draw it grey rather than fail
             rgb, alpha, finish = NEUTRAL_GREY, 255, "solid"
@@ -91,8 +92,8 @@ def _table() -> _Table:
             r, g, b = bytes.fromhex(entry["rgb"])
             rgb, alpha, finish = (r, g, b), int(entry["alpha"]), str(entry["finish"])
         by_code[code] = Colour(code, name, rgb, alpha, finish)
-    by_name = {_normalise(name): code for name, code in catalog.color_to_code.items()}
-    return _Table(by_code, by_name, tuple(sorted(catalog.color_to_code)))
+    by_name = {_normalise(name): code for name, code in color_to_code.items()}
+    return _Table(by_code, by_name, tuple(sorted(color_to_code)))
 
 
 def colour(key: int | str) -> Colour:

@@ -193,13 +193,9 @@ def _grown(points: np.ndarray, distance: float) -> np.ndarray:
 
 def _stud_frames(stem: str) -> list[np.ndarray]:
     """BrickNet's protruding-stud connector frames of a part (empty if the part is unknown to BrickNet)."""
-    import bricknet
+    from .bricknet_data import connector_rows
 
-    part_id = bricknet.load_catalog().stem_to_id.get(stem)
-    if part_id is None:
-        return []
-    table = bricknet.load_connectors().get(part_id, {})
-    return [np.asarray(f) for key, frames in table.items() if key[0] in _STUD_KINDS for f in frames]
+    return [frame for _, sub, _, _, _, frame in connector_rows(stem) if sub in _STUD_KINDS]
 
 
 @cache

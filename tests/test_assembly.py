@@ -176,7 +176,7 @@ def test_connector_refs_parse_and_attribute_access() -> None:
     assert ref == ConnectorRef(3, "stud", 2) == ConnectorRef.parse((3, "stud", 2))
     assert str(ref) == "3.stud[2]"
     assert a[0].stud[0] == ConnectorRef(0, "stud", 0)
-    with pytest.raises(ValueError, match="PIECE.GROUP"):
+    with pytest.raises(ValueError, match=r"PIECE\.GROUP"):
         ConnectorRef.parse("stud 3")
 
 

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from brick_gym.assembly import Assembly
 from brick_gym.cli import main
 from brick_gym.examples import readme_wall, translation
-from brick_gym.assembly import Assembly
 from brick_gym.modelfile import save
 
 

@@ -45,8 +45,7 @@ def test_unknown_part_is_named_with_its_line() -> None:
 
 def test_mirrored_parts_are_refused_and_slightly_off_rotations_snapped() -> None:
     text = (
-        "1 4 0 0 0 -1 0 0 0 1 0 0 0 1 3001.dat\n"
-        "1 4 100 0 0 0.707107 0 0.707107 0 1 0 -0.707107 0 0.707107 3001.dat\n"
+        "1 4 0 0 0 -1 0 0 0 1 0 0 0 1 3001.dat\n1 4 100 0 0 0.707107 0 0.707107 0 1 0 -0.707107 0 0.707107 3001.dat\n"
     )
     loaded = from_model(read_ldraw(text))
     assert [p.kind for p in loaded.problems] == ["parse"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bricknet
-import numpy as np
 import pytest
 
 from brick_gym.assembly import Assembly

@@ -83,6 +83,7 @@ def run_episodes(env: Any, agent: Any, episodes: int, seed: int = 0) -> list[dic
 
 def summarise(results: list[dict[str, Any]]) -> dict[str, float]:
     """Means over episodes: fidelity, colour fidelity, validity rate, pieces, return, illegal actions."""
+
     def mean(key: str) -> float:
         vals = [float(r[key]) for r in results if r.get(key) is not None]
         return round(float(np.mean(vals)), 4) if vals else float("nan")

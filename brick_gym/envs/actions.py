@@ -18,7 +18,8 @@ import numpy as np
 
 from .. import connectors as cx
 from ..assembly import Assembly, ConnectorRef, Placement
-from ..catalog import Connector, Part, part as get_part
+from ..catalog import Connector, Part
+from ..catalog import part as get_part
 from ..colours import colour as get_colour
 
 YAWS = (0.0, 90.0, 180.0, 270.0)
@@ -175,9 +176,7 @@ class CandidateCodec:
             return []
         per_target = [self._options(assembly, t, stock) for t in targets]
         out: list[tuple[int, Placement]] = []
-        attempts = 0
-        for option in _round_robin(per_target):
-            attempts += 1
+        for attempts, option in enumerate(_round_robin(per_target), start=1):
             if assembly.evaluate(option[1]).ok:
                 out.append(option)
                 if len(out) >= self.max_candidates:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -63,7 +63,7 @@ TaskSource = Callable[[np.random.Generator], EnvTask]
 class BrickAssemblyEnv(gym.Env):
     """Build a LEGO assembly one connector-indexed placement at a time."""
 
-    metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 4}
 
     def __init__(
         self,
@@ -316,9 +316,7 @@ def make_task(
 ) -> EnvTask:
     """An EnvTask from plain (part, colour) pairs."""
     slots = (
-        tuple(palette)
-        if palette and isinstance(next(iter(palette)), PaletteSlot)
-        else make_palette(palette)  # type: ignore[arg-type]
+        tuple(palette) if palette and isinstance(next(iter(palette)), PaletteSlot) else make_palette(palette)  # type: ignore[arg-type]
     )
     return EnvTask(name, rules, slots, **kwargs)
 

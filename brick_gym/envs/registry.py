@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-
 from ..rewards.terms import RewardSpec
 from ..rules import Inventory, Rules
 from .actions import make_palette
@@ -29,9 +28,7 @@ def make_model_env(*, rewards: RewardSpec | None = None, render_mode: str | None
 def make_set_env(*, rewards: RewardSpec | None = None, render_mode: str | None = None, **kw: Any) -> BrickAssemblyEnv:
     """BrickBench's Set setting (400–4,000 parts) with the default palette, from a 16×16 plate."""
     config = _config(EnvConfig(max_pieces=4000, max_steps=5000, max_targets=512), kw)
-    task = EnvTask(
-        "set", Rules.for_setting("set"), make_palette(DEFAULT_PALETTE), start=("91405", "light bluish gray")
-    )
+    task = EnvTask("set", Rules.for_setting("set"), make_palette(DEFAULT_PALETTE), start=("91405", "light bluish gray"))
     return BrickAssemblyEnv(task, config=config, rewards=rewards, render_mode=render_mode)
 
 

@@ -157,9 +157,7 @@ class RewardSpec:
         unknown = set(weights) - known
         if unknown:
             raise KeyError(f"unknown reward terms {sorted(unknown)}; known: {sorted(known)}")
-        return RewardSpec(
-            tuple((t, float(weights.get(t.name, w))) for t, w in self.weights), self.gate_on_validity
-        )
+        return RewardSpec(tuple((t, float(weights.get(t.name, w))) for t, w in self.weights), self.gate_on_validity)
 
     def plus(self, term: RewardTerm, weight: float) -> RewardSpec:
         """A copy with one more term."""
