@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache
 
 import numpy as np
@@ -52,27 +52,45 @@ def world_aabb(stem: str, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def pair_collides(stem_a: str, pose_a: np.ndarray, stem_b: str, pose_b: np.ndarray) -> bool:
     """Whether two pieces overlap by more than BrickBench's allowance (memoised on the relative pose)."""
-    if (stem_b, pose_b.tobytes()) < (stem_a, pose_a.tobytes()):
-        stem_a, pose_a, stem_b, pose_b = stem_b, pose_b, stem_a, pose_a
-    rel = _relative(pose_a, pose_b)
-    key = b"|".join((stem_a.encode(), stem_b.encode(), np.round(rel[:3], _POSE_DECIMALS).tobytes()))
-    hit = _pair_cache.get(key)
-    if hit is not None:
-        return hit
-    verdict = _narrow_phase(stem_a, stem_b, rel)
-    with _cache_lock:
-        if len(_pair_cache) >= _CACHE_LIMIT:
-            _pair_cache.clear()
-        _pair_cache[key] = verdict
-    return verdict
+    return bool(pair_verdicts([stem_a], pose_a[None], [stem_b], pose_b[None])[0])
 
 
-def _relative(pose_a: np.ndarray, pose_b: np.ndarray) -> np.ndarray:
-    r = pose_a[:3, :3].T
-    out = np.eye(4)
-    out[:3, :3] = r @ pose_b[:3, :3]
-    out[:3, 3] = r @ (pose_b[:3, 3] - pose_a[:3, 3])
-    out += 0.0  # fold -0.0 into 0.0 so equal poses share a cache key
+def _relatives(pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
+    """(n, 3, 4) poses of b in a's frame."""
+    ra = np.transpose(pa[:, :3, :3], (0, 2, 1))
+    rot = ra @ pb[:, :3, :3]
+    t = np.einsum("nij,nj->ni", ra, pb[:, :3, 3] - pa[:, :3, 3])
+    return np.concatenate([rot, t[:, :, None]], axis=2) + 0.0  # + 0.0 folds -0.0 into 0.0
+
+
+def pair_verdicts(
+    stems_a: Sequence[str], poses_a: np.ndarray, stems_b: Sequence[str], poses_b: np.ndarray
+) -> np.ndarray:
+    """Collision verdicts for many pairs at once; each pair's verdict is memoised per process on (the two
+    stems, their relative pose rounded to 1e-6) in a canonical order, so (a, b) and (b, a) share an entry."""
+    n = len(stems_a)
+    out = np.zeros(n, dtype=bool)
+    if n == 0:
+        return out
+    ab = _relatives(poses_a, poses_b)
+    ba = _relatives(poses_b, poses_a)
+    kab = np.round(ab, _POSE_DECIMALS) + 0.0
+    kba = np.round(ba, _POSE_DECIMALS) + 0.0
+    for i in range(n):
+        sa, sb = stems_a[i], stems_b[i]
+        fwd = kab[i].tobytes()
+        if sa < sb or (sa == sb and fwd <= kba[i].tobytes()):
+            key, first, second, rel = f"{sa}|{sb}|".encode() + fwd, sa, sb, ab[i]
+        else:
+            key, first, second, rel = f"{sb}|{sa}|".encode() + kba[i].tobytes(), sb, sa, ba[i]
+        hit = _pair_cache.get(key)
+        if hit is None:
+            hit = _narrow_phase(first, second, rel)
+            with _cache_lock:
+                if len(_pair_cache) >= _CACHE_LIMIT:
+                    _pair_cache.clear()
+                _pair_cache[key] = hit
+        out[i] = hit
     return out
 
 
@@ -80,7 +98,7 @@ def _narrow_phase(stem_a: str, stem_b: str, rel: np.ndarray) -> bool:
     import fcl
 
     a = fcl.CollisionObject(_bvh(stem_a), fcl.Transform())
-    b = fcl.CollisionObject(_bvh(stem_b), fcl.Transform(rel[:3, :3], rel[:3, 3]))
+    b = fcl.CollisionObject(_bvh(stem_b), fcl.Transform(np.ascontiguousarray(rel[:3, :3]), rel[:3, 3].copy()))
     request = fcl.CollisionRequest(num_max_contacts=1, enable_contact=False)
     return fcl.collide(a, b, request, fcl.CollisionResult()) > 0
 
@@ -153,24 +171,41 @@ class CollisionIndex:
         del self._items[piece]
         self._grid.remove(piece)
 
-    def colliding(self, stem: str, pose: np.ndarray, *, first_only: bool = False) -> list[int]:
+    def colliding(self, stem: str, pose: np.ndarray) -> list[int]:
         """Indexed pieces that a piece of ``stem`` at ``pose`` would collide with (sorted ids)."""
-        hits = []
-        for p in self._grid.query(*world_aabb(stem, pose)):
-            other_stem, other_pose = self._items[p]
-            if pair_collides(stem, pose, other_stem, other_pose):
-                hits.append(p)
-                if first_only:
-                    break
-        return hits
+        near = self._grid.query(*world_aabb(stem, pose))
+        if not near:
+            return []
+        others = [self._items[p] for p in near]
+        verdicts = pair_verdicts(
+            [stem] * len(near),
+            np.repeat(pose[None], len(near), axis=0),
+            [o[0] for o in others],
+            np.array([o[1] for o in others]),
+        )
+        return [p for p, hit in zip(near, verdicts, strict=True) if hit]
 
 
 def all_collisions(pieces: dict[int, tuple[str, np.ndarray]]) -> list[tuple[int, int]]:
-    """Every colliding pair among ``pieces`` ({id: (stem, pose)}), computed from scratch (sorted pairs)."""
-    index = CollisionIndex()
-    pairs = []
-    for pid in sorted(pieces):
-        stem, pose = pieces[pid]
-        pairs.extend((other, pid) for other in index.colliding(stem, pose))
-        index.add(pid, stem, pose)
+    """Every colliding pair among ``pieces`` ({id: (stem, pose)}), from scratch: a sort-and-sweep broad phase over
+    world bounds in numpy, then the (memoised) narrow phase on overlapping pairs. Sorted (a < b) pairs."""
+    ids = sorted(pieces)
+    if len(ids) < 2:
+        return []
+    stems = [pieces[i][0] for i in ids]
+    poses = np.array([pieces[i][1] for i in ids], dtype=np.float64)
+    corners = np.array([local_bounds(s) for s in stems])  # (n, 8, 4)
+    world = np.einsum("nkj,nij->nki", corners, poses)[:, :, :3]
+    lo, hi = world.min(axis=1), world.max(axis=1)
+    order = np.argsort(lo[:, 0], kind="stable")
+    lo_s, hi_s = lo[order], hi[order]
+    ends = np.searchsorted(lo_s[:, 0], hi_s[:, 0], side="left")
+    counts = np.maximum(ends - np.arange(len(ids)) - 1, 0)
+    first = np.repeat(np.arange(len(ids)), counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    second = first + 1 + offsets
+    overlap = np.all(lo_s[first] < hi_s[second], axis=1) & np.all(lo_s[second] < hi_s[first], axis=1)
+    a, b = order[first[overlap]], order[second[overlap]]
+    verdicts = pair_verdicts([stems[i] for i in a], poses[a], [stems[i] for i in b], poses[b])
+    pairs = {tuple(sorted((ids[i], ids[j]))) for i, j, hit in zip(a.tolist(), b.tolist(), verdicts, strict=True) if hit}
     return sorted(pairs)

@@ -46,9 +46,16 @@ def _family(code_a: int, code_b: int) -> int:
     return {"stud": STUD, "hinge": HINGE, "ball": BALL, "axle": AXLE}[a.family]
 
 
+_matrix: np.ndarray = np.zeros((0, 0), dtype=np.int8)
+
+
 def family_matrix(codes_a: np.ndarray, codes_b: np.ndarray) -> np.ndarray:
-    """Family code of each pair (NONE when the two types cannot mate)."""
-    return np.fromiter((_family(int(a), int(b)) for a, b in zip(codes_a, codes_b, strict=True)), int, len(codes_a))
+    """Family code of each pair (NONE when the two types cannot mate), from a table over the registered types."""
+    global _matrix
+    n = len(_type_list)
+    if _matrix.shape[0] != n:
+        _matrix = np.array([[_family(i, j) for j in range(n)] for i in range(n)], dtype=np.int8).reshape(n, n)
+    return _matrix[codes_a, codes_b].astype(int)
 
 
 @dataclass(frozen=True, eq=False)
@@ -274,8 +281,8 @@ def score_candidates(pieces: dict, pairs: Pairs) -> list[Candidate]:
             scalar = cx.joint_residual(x.part.connectors[i], x.world_frames[i], y.part.connectors[j], y.world_frames[j])
             r = math.nan if scalar is None else scalar
         if not math.isnan(r):
-            a, b = sorted((pairs.a[k], pairs.b[k]))
-            out.append(Candidate(r, a, b, int(fam[k])))
+            a, b = pairs.a[k], pairs.b[k]
+            out.append(Candidate(r, a, b, int(fam[k])) if a <= b else Candidate(r, b, a, int(fam[k])))
     return out
 
 
