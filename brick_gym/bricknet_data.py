@@ -45,8 +45,36 @@ def colour_names() -> dict[str, int]:
 
 
 @cache
-def _labels() -> dict:
-    return json.loads(lzma.decompress((data_dir() / "labels.json.xz").read_bytes()))
+def _labels() -> tuple[str, dict[str, tuple[int, int]]]:
+    """The labels JSON text and ``{stem: (start, end)}`` of each part's entry in it.
+
+    Parts are parsed on demand from their slice. Keeping the parsed tree resident instead (millions of nested
+    lists and dicts) makes every full garbage collection scan it, which costs more than a placement.
+    """
+    text = lzma.decompress((data_dir() / "labels.json.xz").read_bytes()).decode("utf-8")
+    decoder = json.JSONDecoder()
+    spans: dict[str, tuple[int, int]] = {}
+    i = text.index("{") + 1
+    n = len(text)
+    while True:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n or text[i] == "}":
+            break
+        key, i = decoder.raw_decode(text, i)
+        i = text.index(":", i) + 1
+        while text[i] in " \t\r\n":
+            i += 1
+        _, end = decoder.raw_decode(text, i)
+        spans[key.removesuffix(".dat")] = (i, end)
+        i = end
+    return text, spans
+
+
+def _part_labels(stem: str) -> dict:
+    text, spans = _labels()
+    span = spans.get(stem)
+    return {} if span is None else json.loads(text[span[0] : span[1]])
 
 
 @cache
@@ -66,13 +94,12 @@ def aliases() -> dict[str, tuple[str, np.ndarray]]:
 
 def connector_rows(stem: str) -> list[tuple[str, str, str | None, int, float, np.ndarray]]:
     """A part's connectors in canonical order: (kind, subtype, polarity, index in group, length, 4×4 frame)."""
-    kinds = _labels().get(f"{stem}.dat", {})
+    kinds = _part_labels(stem)
     out = []
     for kind in sorted(kinds):
         for sub in sorted(kinds[kind]):
             val = kinds[kind][sub]
-            groups = [(p, val[p]) for p in sorted(val)] if isinstance(val, dict) else [(None, val)]
-            for pol, rows in groups:
+            for pol, rows in [(p, val[p]) for p in sorted(val)] if isinstance(val, dict) else [(None, val)]:
                 for idx, row in enumerate(rows):
                     x, y, z = (float(v) for v in row[:3])
                     pitch = float(row[3]) if len(row) > 3 else 0.0

@@ -1,0 +1,622 @@
+"""``MultiBuilderEnv``: a PettingZoo AEC environment where several builders take turns on ONE shared Assembly.
+
+The single-agent pieces do the work: the same codecs (:class:`CandidateCodec` by default, :class:`FactoredCodec`
+on request), the same :class:`ObservationBuilder`, the same :class:`RewardSpec` and the same ``Assembly.place``.
+What this module adds is who may do what:
+
+- ``split="inventory"`` — each builder owns a share of the stock. With an inventory, every (part, colour) count of
+  the palette (less what the start piece uses) is dealt round-robin between builders, one piece at a time, the
+  deal continuing across palette slots (``{"3001": {"red": 1}, "3003": {"blue": 1}}`` gives builder_0 the red
+  brick and builder_1 the blue one); an unlimited entry (``null``) is unlimited for every builder. Without an
+  inventory each builder owns every n-th palette slot (slot ``i`` belongs to ``builder_{i % n}``). A builder's
+  mask hides slots it has no stock of, and placing someone else's stock is an illegal action (``out_of_stock``
+  in ``invalid_reason``).
+- ``split="region"`` — the start piece's x extent is cut into ``n`` equal bands; builder i owns the free
+  connectors whose world x falls in band i (a connector exactly on an edge belongs to the band on its right).
+  A builder's target list (observation, factored target index, candidates) holds only its own connectors,
+  so it cannot even name another builder's; a placement on one is refused (``region``).
+
+Turns cycle ``builder_0 .. builder_{n-1}`` (an :class:`AgentSelector`). STOP takes a builder out of play: it is
+terminated, takes its PettingZoo "dead step" (``step(None)``) and is skipped from then on. The episode ends
+for everyone when every builder has stopped, the part budget (``max_pieces`` or the setting's limit) is spent or
+no builder can place anything (all terminated), or after ``max_steps`` turns in total (all truncated). Then the
+full BrickBench check runs once and the terminal reward terms are paid.
+
+Rewards: each turn the reward spec is evaluated once for the acting builder's action (step terms) and, on the
+last turn, with the report (terminal terms). ``shared_reward=True`` pays every builder still in play the whole
+turn's reward (cooperative); ``False`` pays the acting builder its step terms and every builder in play the
+terminal terms. A builder that stopped earlier has left the game (PettingZoo removes it after its dead step),
+so it is not paid terminal terms — stopping early forfeits the team's final score for that builder.
+
+``infos[agent]``: ``reward_terms`` (unweighted term values paid to that builder since it last acted, so that the
+weighted sum equals ``last()``'s reward), ``invalid_reason`` (of its own last action, None when legal),
+``action_mask``, ``pieces``, ``turn``; at the end also ``report`` (the validity report's JSON without its wall
+clock timings, which would break determinism; ``env.report`` keeps the full one) and ``episode_stats``.
+
+Illegal, malformed and out-of-range actions are no-ops with the ``invalid_action`` term and an
+``invalid_reason``; nothing raises. The only exception is PettingZoo's own convention: a terminated or
+truncated builder must be stepped with ``None`` (``_was_dead_step``).
+
+With ``encoding="factored"`` the ``action_mask`` is the FactoredCodec's concatenated per-dimension mask
+(palette + STOP, target, source, yaw): a masked sample may still be illegal (it is then a penalised no-op), and
+``MultiDiscrete.sample`` wants the per-dimension tuple — :meth:`MultiBuilderEnv.mask_tuple` splits it. PettingZoo's
+``api_test`` samples with the flat mask, so it is run on the candidate encoding, whose mask is exact.
+
+``import brick_gym`` does not import this module (PettingZoo is an optional extra).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv
+from pettingzoo.utils import AgentSelector, wrappers
+
+from ..assembly import Assembly, ConnectorRef, Outcome, Placement, colour_name
+from ..catalog import UnknownPart, catalog
+from ..colours import UnknownColour, colour
+from ..rewards.terms import RewardContext, RewardSpec, standard_rewards
+from ..rules import Rules
+from .actions import CandidateCodec, FactoredCodec, make_palette, target_slots
+from .assembly_env import EnvConfig, EnvTask
+from .observations import ObservationBuilder, ObservationConfig, yaw_of
+
+if TYPE_CHECKING:
+    from ..validity import Report
+
+SPLITS = ("inventory", "region")
+ENCODINGS = ("candidates", "factored")
+
+DEFAULT_MULTI_CONFIG = EnvConfig(
+    max_pieces=32, max_steps=64, max_targets=64, max_candidates=32, target_size=8, encoding="candidates"
+)
+"""Small shapes: a few builders sharing a 6×6 base, short episodes."""
+
+TaskSource = Callable[[np.random.Generator], EnvTask]
+
+
+def default_task() -> EnvTask:
+    """A small free-setting task: three bricks in three colours on a 6×6 base plate (no inventory)."""
+    palette = make_palette([("3001", "red"), ("3003", "blue"), ("3005", "yellow")])
+    return EnvTask("multi-builder", Rules.for_setting("free"), palette)
+
+
+@dataclass
+class _View:
+    """What one builder sees and may do in the current state."""
+
+    targets: list[ConnectorRef] = field(default_factory=list)
+    candidates: list[tuple[int, Placement]] = field(default_factory=list)
+    poses: list[np.ndarray] = field(default_factory=list)
+    mask: np.ndarray | None = None
+    can_place: bool = False
+
+
+class MultiBuilderEnv(AECEnv):
+    """Several builders take turns placing parts on one shared assembly (PettingZoo AEC)."""
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array"],
+        "name": "multi_builder_v0",
+        "is_parallelizable": False,
+        "render_fps": 4,
+    }
+
+    def __init__(
+        self,
+        task: EnvTask | TaskSource,
+        n_builders: int = 2,
+        *,
+        config: EnvConfig = DEFAULT_MULTI_CONFIG,
+        rewards: RewardSpec | None = None,
+        split: str = "inventory",
+        shared_reward: bool = True,
+        encoding: str = "candidates",
+        render_mode: str | None = None,
+    ) -> None:
+        """``encoding`` decides the action encoding (``config.encoding`` is overridden by it)."""
+        super().__init__()
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if encoding not in ENCODINGS:
+            raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
+        if isinstance(n_builders, bool) or not isinstance(n_builders, int) or n_builders < 1:
+            raise ValueError(f"n_builders must be a positive integer, got {n_builders!r}")
+        self.config = dataclasses.replace(config, encoding=encoding)
+        self.n_builders = n_builders
+        self.split = split
+        self.shared_reward = bool(shared_reward)
+        self.render_mode = render_mode
+        self.reward_spec = rewards or standard_rewards()
+        """The reward terms and weights (``self.rewards`` is PettingZoo's per-agent reward dict)."""
+        self.rewards: dict[str, float] = {}
+        self._task_source: TaskSource | None = None if isinstance(task, EnvTask) else task
+        self._fixed_task = task if isinstance(task, EnvTask) else None
+        probe = self._fixed_task or task(np.random.default_rng(0))  # type: ignore[operator]
+        self.palette = tuple(probe.palette)
+        if split == "inventory" and probe.rules.inventory is None and n_builders > len(self.palette):
+            raise ValueError(
+                f"split='inventory' without an inventory deals palette slots: {n_builders} builders need at least "
+                f"{n_builders} slots, the palette has {len(self.palette)}"
+            )
+        if encoding == "factored":
+            self.codec: FactoredCodec | CandidateCodec = FactoredCodec(self.palette, self.config.max_targets)
+        else:
+            self.codec = CandidateCodec(self.palette, self.config.max_candidates)
+        self.observer = ObservationBuilder(
+            ObservationConfig(
+                max_pieces=self.config.max_pieces,
+                max_targets=self.config.max_targets,
+                palette_size=len(self.palette),
+                target_size=self.config.target_size,
+                max_candidates=self.config.max_candidates if encoding == "candidates" else 0,
+            ),
+            self.palette,
+        )
+        self.possible_agents = [f"builder_{i}" for i in range(n_builders)]
+        self.agents = []
+        mask_size = (
+            int(self.codec.nvec.sum()) if isinstance(self.codec, FactoredCodec) else self.codec.max_candidates + 1
+        )
+        # One space object per agent: api_test wants `observation_space(a) is observation_space(a)` and seeds them.
+        self.action_spaces = {a: self.codec.space() for a in self.possible_agents}
+        self.observation_spaces = {
+            a: spaces.Dict(
+                {
+                    "observation": self.observer.space(),
+                    "action_mask": spaces.Box(0, 1, shape=(mask_size,), dtype=np.int8),
+                }
+            )
+            for a in self.possible_agents
+        }
+        self.task: EnvTask = probe
+        self.assembly = Assembly(probe.rules, name=probe.name)
+        self.report: Report | None = None
+        """The last episode's full validity report (with timings), once it has ended."""
+        self.np_random, _ = seeding.np_random(None)
+        self._agent_selector = AgentSelector(list(self.possible_agents))
+
+    # ----- PettingZoo API ------------------------------------------------------------------------------------
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """``Dict({"observation": <single-agent Dict>, "action_mask": Box(0, 1, (n,), int8)})``."""
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """``Discrete(N + 1)`` (candidates, STOP = N) or ``MultiDiscrete([P + 1, K, S, Y])`` (factored)."""
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        """Start an episode: pick the task (seeded when the env samples tasks), place the start piece, deal the
+        stock or regions, and give the turn to builder_0. ``options={"task": EnvTask}`` overrides the task."""
+        if seed is not None:
+            self.np_random, _ = seeding.np_random(seed)
+        if options and isinstance(options.get("task"), EnvTask):
+            self.task = options["task"]
+        elif self._task_source is not None:
+            self.task = self._task_source(self.np_random)
+        else:
+            self.task = self._fixed_task  # type: ignore[assignment]
+        if tuple(self.task.palette) != self.palette:
+            raise ValueError(f"task {self.task.name!r} has a different palette than this env was built for")
+        self.assembly = Assembly(self.task.rules, name=self.task.name)
+        stem, col = self.task.start
+        start = self.assembly.add(stem, col)
+        if not start.ok:
+            raise ValueError(f"task {self.task.name!r}: start piece refused: {start.message}")
+        self.agents = list(self.possible_agents)
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self._skip_agent_selection = None
+        self._agent_selector.reinit(list(self.possible_agents))
+        self.agent_selection = self._agent_selector.reset()
+        self.report = None
+        self._turns = 0
+        self._stopped: set[str] = set()
+        self._placed_by: dict[int, str] = {}
+        self._used: dict[str, Counter[tuple[str, int]]] = {a: Counter() for a in self.possible_agents}
+        self._shares = self._deal_shares()
+        self._edges = self._region_edges(start.piece)
+        self._last_invalid: dict[str, str | None] = {a: None for a in self.agents}
+        self._last_outcome: dict[str, str | None] = {a: None for a in self.agents}
+        self._terms_since = {a: self._zero_terms() for a in self.agents}
+        self._returns = {a: 0.0 for a in self.possible_agents}
+        self._invalid_counts = {a: 0 for a in self.possible_agents}
+        self._term_sums: dict[str, float] = {}
+        self._episode_scratch: dict[str, Any] = {}
+        self._target_grid = None
+        if self.task.target_voxels is not None:
+            from ..voxels import target_tensor
+
+            self._target_grid = target_tensor(self.task.target_voxels, (self.config.target_size,) * 3)
+        self._views: dict[str, _View] = {}
+        self._refresh_views()
+        self.infos = {a: self._info(a) for a in self.agents}
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        """``{"observation": <single-agent observation from this builder's view>, "action_mask": int8}``."""
+        view = self._views.get(agent) or self._view_for(agent)
+        obs = self.observer.build(
+            self.assembly,
+            view.targets,
+            step=self._turns,
+            max_steps=self.config.max_steps,
+            last_invalid=self._last_invalid.get(agent) is not None,
+            target=self._target_grid,
+            initial_stock=[self._share(agent, s.stem, s.colour) for s in self.palette],
+            candidates=view.candidates,
+            candidate_poses=view.poses,
+        )
+        # The builder sees its own share: its pieces left / its share (the builder above reads the global stock).
+        obs["inventory"] = self._own_inventory(agent)
+        assert view.mask is not None
+        return {"observation": obs, "action_mask": view.mask.copy()}
+
+    def step(self, action: object) -> None:
+        """The selected builder acts: a placement, STOP, or a (penalised) no-op when the action is illegal."""
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self._terms_since[agent] = self._zero_terms()
+        self._clear_rewards()
+        self._turns += 1
+        view = self._views[agent]
+        decoded = (
+            self.codec.decode(action, view.targets)
+            if isinstance(self.codec, FactoredCodec)
+            else self.codec.decode(action, view.candidates)
+        )
+        outcome: Outcome | None = None
+        invalid: str | None = None
+        if decoded.error is not None:
+            invalid = f"bad_action: {decoded.error}"
+        elif decoded.placement is not None:
+            invalid = self.refusal(agent, decoded.placement)
+            if invalid is None:
+                outcome = self.assembly.place(decoded.placement)
+                if outcome.ok:
+                    assert outcome.piece is not None
+                    self._placed_by[outcome.piece] = agent
+                    placed = self.assembly[outcome.piece]
+                    self._used[agent][(placed.part.stem, placed.colour)] += 1
+                else:
+                    invalid = f"{outcome.reason}: {outcome.message}"
+        if decoded.stop:
+            self._stopped.add(agent)
+        self._last_invalid[agent] = invalid
+        self._last_outcome[agent] = None if outcome is None else (outcome.reason or "placed")
+        self._invalid_counts[agent] += invalid is not None
+
+        self._refresh_views()
+        live = [a for a in self.agents if a not in self._stopped]
+        budget = len(self.assembly) >= self.config.max_pieces
+        stuck = not any(self._views[a].can_place for a in live)
+        terminated = not live or budget or stuck
+        truncated = not terminated and self._turns >= self.config.max_steps
+        end = terminated or truncated
+
+        ctx = RewardContext(
+            self.assembly, outcome, invalid, end, target=self.task.target_voxels, episode=self._episode_scratch
+        )
+        if end:
+            from ..validity import check
+
+            self.report = check(self.assembly)
+            ctx.report = self.report
+        total, terms = self.reward_spec.evaluate(ctx)
+        terminal_names = {t.name for t, _ in self.reward_spec.weights if t.terminal}
+        terminal_reward = sum(w * terms[t.name] for t, w in self.reward_spec.weights if t.terminal)
+        for k, v in terms.items():
+            self._term_sums[k] = self._term_sums.get(k, 0.0) + v
+        for a in self.agents:
+            if self.shared_reward or a == agent:
+                self.rewards[a] = float(total)
+                paid = terms
+            else:
+                self.rewards[a] = float(terminal_reward)
+                paid = {k: (v if k in terminal_names else 0.0) for k, v in terms.items()}
+            self._returns[a] += self.rewards[a]
+            acc = self._terms_since[a]
+            for k, v in paid.items():
+                acc[k] += v
+
+        if end:
+            for a in self.agents:
+                self.terminations[a] = terminated
+                self.truncations[a] = truncated
+        elif decoded.stop:
+            self.terminations[agent] = True
+        for a in self.agents:
+            self.infos[a] = self._info(a)
+        if end:
+            final = self._final_info()
+            for a in self.agents:
+                self.infos[a].update(final)
+        self._accumulate_rewards()
+
+        if not end:
+            self.agent_selection = self._next_live()
+        # A builder that just stopped (or everyone, at the end) takes its dead step first.
+        self._deads_step_first()
+
+    def render(self) -> str | np.ndarray | None:
+        """``ansi``: the turn, each builder's state and the pieces with who placed them; ``rgb_array``: a view."""
+        if self.render_mode == "ansi":
+            return self._ansi()
+        if self.render_mode == "rgb_array":
+            from ..render import render_view
+
+            pieces = [(p.part.stem, p.colour, p.pose) for p in self.assembly]
+            return render_view(pieces, 1, size=256)
+        return None
+
+    def close(self) -> None:
+        """Nothing to release: the assembly holds no native handles."""
+
+    # ----- helpers -------------------------------------------------------------------------------------------
+    def action_masks(self, agent: str | None = None) -> np.ndarray:
+        """int8 action mask of ``agent`` (default: the selected builder), as in its observation."""
+        view = self._views[agent or self.agent_selection]
+        assert view.mask is not None
+        return view.mask.copy()
+
+    def mask_tuple(self, mask: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The factored encoding's flat mask split per dimension (what ``MultiDiscrete.sample`` takes)."""
+        if not isinstance(self.codec, FactoredCodec):
+            raise ValueError("mask_tuple is for encoding='factored'; the candidate mask is already flat")
+        cuts = np.cumsum(self.codec.nvec)[:-1]
+        return tuple(np.asarray(m, dtype=np.int8) for m in np.split(np.asarray(mask), cuts))
+
+    def targets(self, agent: str) -> list[ConnectorRef]:
+        """The free connectors ``agent`` may build on now (its target slots, in observation order)."""
+        return list(self._views[agent].targets)
+
+    def candidates(self, agent: str) -> list[Placement]:
+        """The placements ``agent``'s candidate actions stand for (candidate encoding; empty for factored)."""
+        return [p for _, p in self._views[agent].candidates]
+
+    def region_of(self, x: float) -> int:
+        """The builder index whose band holds world x (``split="region"``)."""
+        return int(np.searchsorted(self._edges, float(x) + 1e-6, side="right")) if len(self._edges) else 0
+
+    @property
+    def region_edges(self) -> tuple[float, ...]:
+        """The x coordinates (LDU) between bands, ascending (empty unless ``split="region"``)."""
+        return tuple(float(e) for e in self._edges)
+
+    def stock_left(self, agent: str) -> dict[tuple[str, int], int | None]:
+        """Pieces ``agent`` may still place per palette (part, colour): a count, or None for unlimited."""
+        return {(s.stem, s.colour): self._left(agent, s.stem, s.colour) for s in self.palette}
+
+    def refusal(self, agent: str, placement: Placement) -> str | None:
+        """Why the split forbids ``agent`` this placement (``out_of_stock: ...`` / ``region: ...``), or None;
+        the assembly still checks everything else when it places."""
+        if self.split == "inventory":
+            try:
+                part = catalog().resolve(placement.part)
+                code = colour(placement.colour).code
+            except (UnknownPart, UnknownColour):  # the assembly refuses these with its own reason
+                return None
+            left = self._left(agent, part.stem, code)
+            if left is not None and left <= 0:
+                owners = [a for a in self.possible_agents if a != agent and self._left(a, part.stem, code) != 0]
+                whose = f"; it belongs to {', '.join(owners)}" if owners else ""
+                return (
+                    f"out_of_stock: {agent} has no {part.stem} ('{part.name}') in {colour_name(code)} left in its "
+                    f"share{whose}"
+                )
+            return None
+        target = placement.target
+        if target is None:
+            return f"region: {agent} may only attach to connectors in its band"
+        try:
+            x = float(self.assembly.connector_frame(target)[0, 3])
+        except (KeyError, IndexError, ValueError):
+            return None  # a bad target is refused by the assembly with its own reason
+        owner = self.region_of(x)
+        if owner != self.possible_agents.index(agent):
+            return f"region: target {target} at x={x:g} LDU lies in builder_{owner}'s band, not {agent}'s"
+        return None
+
+    def episode_stats(self) -> dict[str, Any]:
+        """Per-episode statistics (deterministic: no wall-clock fields)."""
+        report = self.report
+        return {
+            "task": self.task.name,
+            "turns": self._turns,
+            "pieces": len(self.assembly),
+            "pieces_by_builder": {a: sum(1 for b in self._placed_by.values() if b == a) for a in self.possible_agents},
+            "returns": {a: round(v, 6) for a, v in self._returns.items()},
+            "invalid_actions": dict(self._invalid_counts),
+            "stopped": sorted(self._stopped),
+            "valid": None if report is None else report.valid,
+            "issues": None if report is None else sorted({i.kind for i in report.issues}),
+            "reward_terms": {k: round(v, 6) for k, v in self._term_sums.items()},
+        }
+
+    # ----- internals -----------------------------------------------------------------------------------------
+    def _zero_terms(self) -> dict[str, float]:
+        return {name: 0.0 for name in self.reward_spec.names}
+
+    def _deal_shares(self) -> dict[str, dict[tuple[str, int], int | None]]:
+        """Each builder's starting share per palette (part, colour) (``split="inventory"``)."""
+        shares: dict[str, dict[tuple[str, int], int | None]] = {a: {} for a in self.possible_agents}
+        if self.split != "inventory":
+            return shares
+        inv = self.task.rules.inventory
+        n = self.n_builders
+        keys = list(dict.fromkeys((s.stem, s.colour) for s in self.palette))
+        if inv is None:
+            for i, key in enumerate(keys):
+                shares[self.possible_agents[i % n]][key] = None
+            return shares
+        cursor = 0
+        for key in keys:
+            if not inv.allows(*key):
+                continue
+            count = inv.limit(*key)
+            if count is not None:  # deal what the start piece left
+                count = max(0, count - self.assembly.usage.get(key, 0))
+            if count is None:
+                for a in self.possible_agents:
+                    shares[a][key] = None
+                continue
+            for a in self.possible_agents:
+                shares[a][key] = 0
+            for _ in range(count):
+                shares[self.possible_agents[cursor % n]][key] += 1  # type: ignore[operator]
+                cursor += 1
+        return shares
+
+    def _region_edges(self, start_id: int | None) -> np.ndarray:
+        if self.split != "region" or self.n_builders == 1 or start_id is None:
+            return np.zeros(0)
+        piece = self.assembly[start_id]
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in piece.part.bounds)
+        corners = np.array([[x, y, z, 1.0] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+        xs = (corners @ piece.pose.T)[:, 0]
+        x0, x1 = float(xs.min()), float(xs.max())
+        return np.array([x0 + (x1 - x0) * i / self.n_builders for i in range(1, self.n_builders)])
+
+    def _share(self, agent: str, stem: str, code: int) -> int | None:
+        """Starting stock of (stem, colour) for ``agent``: int, None = unlimited (0 when it has none)."""
+        if self.split == "region":
+            inv = self.task.rules.inventory
+            return None if inv is None else inv.limit(stem, code)
+        return self._shares[agent].get((stem, code), 0)
+
+    def _left(self, agent: str, stem: str, code: int) -> int | None:
+        share = self._share(agent, stem, code)
+        if share is None:
+            return None
+        used = self.assembly.usage.get((stem, code), 0) if self.split == "region" else self._used[agent][(stem, code)]
+        return share - used
+
+    def _own_inventory(self, agent: str) -> np.ndarray:
+        out = np.zeros(len(self.palette), dtype=np.float32)
+        for i, s in enumerate(self.palette):
+            share = self._share(agent, s.stem, s.colour)
+            if share is None:
+                out[i] = 1.0
+            elif share > 0:
+                out[i] = max(0, self._left(agent, s.stem, s.colour) or 0) / share
+        return out
+
+    def _all_targets(self) -> list[ConnectorRef]:
+        limit = self.config.max_targets if self.split == "inventory" else 1 << 30
+        return target_slots(self.assembly, self.palette, limit)
+
+    def _targets_by_agent(self) -> dict[str, list[ConnectorRef]]:
+        """Every builder's target slots: all free ones (inventory split) or those in its band (region split)."""
+        targets = self._all_targets()
+        if self.split != "region":
+            return dict.fromkeys(self.possible_agents, targets)
+        out: dict[str, list[ConnectorRef]] = {a: [] for a in self.possible_agents}
+        for t in targets:
+            out[self.possible_agents[self.region_of(self.assembly.connector_frame(t)[0, 3])]].append(t)
+        return {a: ts[: self.config.max_targets] for a, ts in out.items()}
+
+    def _refresh_views(self) -> None:
+        targets = self._targets_by_agent()
+        self._views = {a: self._view_for(a, targets[a]) for a in self.agents}
+
+    def _view_for(self, agent: str, targets: list[ConnectorRef] | None = None) -> _View:
+        if targets is None:
+            targets = self._targets_by_agent()[agent]
+        own = [i for i, s in enumerate(self.palette) if self._left(agent, s.stem, s.colour) != 0]
+        view = _View(targets=targets)
+        if isinstance(self.codec, FactoredCodec):
+            mask = self.codec.masks(self.assembly, targets)
+            p = len(self.palette)
+            allowed = np.zeros(p, dtype=np.int8)
+            allowed[own] = 1
+            mask[:p] &= allowed
+            view.mask = mask
+            view.can_place = bool(mask[:p].any())
+            return view
+        if own:
+            # The same codec over this builder's palette slots only, indices mapped back to the full palette.
+            sub = CandidateCodec([self.palette[i] for i in own], self.codec.max_candidates, self.codec.max_attempts)
+            view.candidates = [(own[i], pl) for i, pl in sub.candidates(self.assembly, targets)]
+            view.poses = [self.assembly.pose_for(pl) for _, pl in view.candidates]  # type: ignore[misc]
+        view.mask = self.codec.masks(view.candidates)
+        view.can_place = bool(view.candidates)
+        return view
+
+    def _next_live(self) -> str:
+        for _ in range(self.n_builders):
+            a = self._agent_selector.next()
+            if a in self.agents and a not in self._stopped:
+                return a
+        return self.agent_selection
+
+    def _info(self, agent: str) -> dict[str, Any]:
+        view = self._views[agent]
+        assert view.mask is not None
+        return {
+            "reward_terms": dict(self._terms_since[agent]),
+            "invalid_reason": self._last_invalid[agent],
+            "outcome": self._last_outcome[agent],
+            "action_mask": view.mask.copy(),
+            "pieces": len(self.assembly),
+            "turn": self._turns,
+        }
+
+    def _final_info(self) -> dict[str, Any]:
+        report = None
+        if self.report is not None:
+            report = self.report.to_json()
+            report.pop("timings_s", None)  # wall clock: would make two same-seed runs differ
+        return {"report": report, "episode_stats": self.episode_stats()}
+
+    def _ansi(self) -> str:
+        lines = [
+            f"{self.task.name}: {len(self.assembly)} pieces, turn {self._turns}/{self.config.max_steps}, "
+            f"split {self.split}, next {self.agent_selection if self.agents else '-'}"
+        ]
+        for a in self.possible_agents:
+            state = "stopped" if a in self._stopped else ("out" if a not in self.agents else "building")
+            stock = ", ".join(
+                f"{stem}/{colour_name(code)}: {'any' if left is None else left}"
+                for (stem, code), left in self.stock_left(a).items()
+                if left != 0
+            )
+            lines.append(f"  {a:<10} {state:<8} return {self._returns[a]:+.3f}  stock [{stock}]")
+        for p in sorted(self.assembly, key=lambda p: p.id):
+            x, y, z = p.pose[:3, 3]
+            who = self._placed_by.get(p.id, "start")
+            lines.append(
+                f"  #{p.id:<3} {p.part.stem:<8} {p.part.name:<24} {colour_name(p.colour):<12} "
+                f"at ({x:g}, {y:g}, {z:g}) yaw {yaw_of(p.pose):.0f}  by {who}"
+            )
+        return "\n".join(lines)
+
+
+def raw_env(task: EnvTask | TaskSource | None = None, n_builders: int = 2, **kwargs: Any) -> MultiBuilderEnv:
+    """The unwrapped env (``task`` defaults to :func:`default_task`)."""
+    return MultiBuilderEnv(task if task is not None else default_task(), n_builders, **kwargs)
+
+
+def env(task: EnvTask | TaskSource | None = None, n_builders: int = 2, **kwargs: Any) -> AECEnv:
+    """The env as PettingZoo classic ships it, wrapped in ``OrderEnforcingWrapper``.
+
+    ``AssertOutOfBoundsWrapper`` is left out on purpose: an out-of-range action is data here (a penalised no-op
+    with ``invalid_reason``), and that wrapper would turn it into an AssertionError. ``TerminateIllegalWrapper``
+    is left out too: an illegal placement is a no-op with a penalty, not the end of the game.
+    """
+    return wrappers.OrderEnforcingWrapper(raw_env(task, n_builders, **kwargs))
+
+
+__all__ = ["DEFAULT_MULTI_CONFIG", "MultiBuilderEnv", "default_task", "env", "raw_env"]
