@@ -9,6 +9,7 @@ process on (stems, rounded relative pose): LEGO models repeat the same few pairi
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -117,38 +118,49 @@ class BoxGrid:
     def __contains__(self, key: object) -> bool:
         return key in self._boxes
 
-    def add(self, key: object, lo: np.ndarray, hi: np.ndarray) -> None:
+    def add(self, key: object, lo: Sequence[float], hi: Sequence[float]) -> None:
         """Insert a key with its box (the key must not be present)."""
-        self._boxes[key] = (lo, hi)
-        for c in self._cells(lo, hi):
+        box = (*(float(v) for v in lo), *(float(v) for v in hi))
+        self._boxes[key] = box
+        for c in self._cells(box):
             self._grid.setdefault(c, set()).add(key)
 
     def remove(self, key: object) -> None:
         """Drop a key."""
-        lo, hi = self._boxes.pop(key)
-        for c in self._cells(lo, hi):
+        box = self._boxes.pop(key)
+        for c in self._cells(box):
             bucket = self._grid.get(c)
             if bucket is not None:
                 bucket.discard(key)
                 if not bucket:
                     del self._grid[c]
 
-    def query(self, lo: np.ndarray, hi: np.ndarray) -> list:
+    def query(self, lo: Sequence[float], hi: Sequence[float]) -> list:
         """Keys whose boxes overlap (lo, hi), sorted."""
+        x0, y0, z0 = (float(v) for v in lo)
+        x1, y1, z1 = (float(v) for v in hi)
+        grid = self._grid
         found: set = set()
-        for c in self._cells(lo, hi):
-            found |= self._grid.get(c, set())
+        for c in self._cells((x0, y0, z0, x1, y1, z1)):
+            bucket = grid.get(c)
+            if bucket:
+                found |= bucket
+        boxes = self._boxes
         hits = []
         for k in found:
-            klo, khi = self._boxes[k]
-            if np.all(klo < hi) and np.all(lo < khi):
+            a0, b0, c0, a1, b1, c1 = boxes[k]
+            if a0 < x1 and b0 < y1 and c0 < z1 and x0 < a1 and y0 < b1 and z0 < c1:
                 hits.append(k)
-        return sorted(hits)
+        hits.sort()
+        return hits
 
-    def _cells(self, lo: np.ndarray, hi: np.ndarray) -> Iterable[tuple[int, int, int]]:
-        a = np.floor(lo / self.cell).astype(int)
-        b = np.floor(hi / self.cell).astype(int)
-        return itertools.product(range(a[0], b[0] + 1), range(a[1], b[1] + 1), range(a[2], b[2] + 1))
+    def _cells(self, box: tuple[float, ...]) -> Iterable[tuple[int, int, int]]:
+        s = self.cell
+        return itertools.product(
+            range(math.floor(box[0] / s), math.floor(box[3] / s) + 1),
+            range(math.floor(box[1] / s), math.floor(box[4] / s) + 1),
+            range(math.floor(box[2] / s), math.floor(box[5] / s) + 1),
+        )
 
 
 class CollisionIndex:

@@ -21,6 +21,8 @@ from .collision import BoxGrid
 NONE, STUD, HINGE, BALL, FIXED, FIXED_ORIENTED, AXLE = range(7)
 _FAMILY_NAMES = {STUD: "stud", HINGE: "hinge", BALL: "ball", FIXED: "fixed", FIXED_ORIENTED: "fixed", AXLE: "axle"}
 GRID_CELL = 24.0
+_CORNER_BITS = np.array(list(itertools.product((False, True), repeat=3)))
+"""The 8 corners of a reach box; with cells wider than twice the reach a box spans at most 2 cells per axis."""
 REACH = cx.POSITION_TOLERANCE
 
 _types: dict[tuple[str, str, str | None], int] = {}
@@ -133,28 +135,6 @@ def _rows(piece: int, arr: PartArrays, points: np.ndarray, axes: np.ndarray) -> 
     return np.column_stack([np.full(n, piece), np.arange(n), points, axes, arr.codes]).astype(float)
 
 
-def _pairs_from_entries(mine_keys, mine_rows, hits: list[tuple]) -> Pairs:
-    """Pairs of my connectors (rows of an entry matrix) with entries from the grid, within reach."""
-    if not hits or not len(mine_rows):
-        return _EMPTY
-    theirs = np.array(hits, dtype=float)
-    d = mine_rows[:, None, 2:5] - theirs[None, :, 2:5]
-    close = np.einsum("ijk,ijk->ij", d, d) <= REACH * REACH + 1e-9
-    ii, jj = np.nonzero(close)
-    if not len(ii):
-        return _EMPTY
-    return Pairs(
-        [mine_keys[i] for i in ii.tolist()],
-        [(int(theirs[j, 0]), int(theirs[j, 1])) for j in jj.tolist()],
-        mine_rows[ii, 2:5],
-        mine_rows[ii, 5:8],
-        mine_rows[ii, 8].astype(int),
-        theirs[jj, 2:5],
-        theirs[jj, 5:8],
-        theirs[jj, 8].astype(int),
-    )
-
-
 _EMPTY = Pairs(
     [], [], np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int)
 )
@@ -174,77 +154,109 @@ def _concat(parts: list[Pairs]) -> Pairs:
 
 
 class ConnectorGrid:
-    """World connector positions of placed pieces: a point grid (cell 24 LDU) plus a box grid for axles."""
+    """World connector rows of placed pieces in one table, found through a point grid (cell 24 LDU) and, for
+    axle-family connectors, a grid of their segment boxes. Buckets hold row numbers, so a lookup gathers the
+    candidate rows with one numpy index."""
 
     def __init__(self) -> None:
-        self._cells: dict[tuple[int, int, int], list[tuple]] = {}
+        self._table = np.zeros((256, 9))
+        self._size = 0
+        self._free: list[int] = []
+        self._slots: dict[int, list[int]] = {}
+        self._cells: dict[tuple[int, int, int], list[int]] = {}
         self._axles = BoxGrid(GRID_CELL)
-        self._axle_entries: dict[tuple[int, int], tuple] = {}
+
+    def _allocate(self, n: int) -> list[int]:
+        take = [self._free.pop() for _ in range(min(n, len(self._free)))]
+        extra = n - len(take)
+        if self._size + extra > len(self._table):
+            grown = np.zeros((max(2 * len(self._table), self._size + extra), 9))
+            grown[: self._size] = self._table[: self._size]
+            self._table = grown
+        take.extend(range(self._size, self._size + extra))
+        self._size += extra
+        return take
 
     def add(self, piece: int, part: Part, points: np.ndarray, axes: np.ndarray) -> None:
         """Index every connector of a piece."""
         arr = part_arrays(part)
-        cells = np.floor(points / GRID_CELL).astype(int).tolist()
-        rows = _rows(piece, arr, points, axes).tolist()
-        for i, cell in enumerate(cells):
-            entry = tuple(rows[i])
+        slots = self._allocate(len(points))
+        self._slots[piece] = slots
+        if not slots:
+            return
+        self._table[slots] = _rows(piece, arr, points, axes)
+        cells = np.floor(points / GRID_CELL).astype(np.int64).tolist()
+        for i, (slot, cell) in enumerate(zip(slots, cells, strict=True)):
             if arr.axle[i]:
-                self._axles.add((piece, i), *axle_box(points[i], axes[i], arr.lengths[i]))
-                self._axle_entries[(piece, i)] = entry
+                self._axles.add(slot, *axle_box(points[i], axes[i], arr.lengths[i]))
             else:
-                self._cells.setdefault(tuple(cell), []).append(entry)
+                self._cells.setdefault(tuple(cell), []).append(slot)
 
     def remove(self, piece: int, part: Part, points: np.ndarray) -> None:
         """Drop every connector of a piece."""
         arr = part_arrays(part)
-        cells = np.floor(points / GRID_CELL).astype(int).tolist()
-        for i, cell in enumerate(cells):
+        slots = self._slots.pop(piece)
+        cells = np.floor(points / GRID_CELL).astype(np.int64).tolist()
+        for i, (slot, cell) in enumerate(zip(slots, cells, strict=True)):
             if arr.axle[i]:
-                self._axles.remove((piece, i))
-                del self._axle_entries[(piece, i)]
+                self._axles.remove(slot)
             else:
                 key = tuple(cell)
                 bucket = self._cells[key]
-                bucket[:] = [e for e in bucket if not (e[0] == piece and e[1] == i)]
+                bucket.remove(slot)
                 if not bucket:
                     del self._cells[key]
+        self._free.extend(slots)
 
     def candidates(self, piece: int, part: Part, points: np.ndarray, axes: np.ndarray) -> Pairs:
         """Pairs of this piece's connectors with indexed connectors within reach."""
         arr = part_arrays(part)
+        if not len(points):
+            return _EMPTY
         rows = _rows(piece, arr, points, axes)
-        keys = [(piece, i) for i in range(len(points))]
         plain = ~arr.axle
         out = []
         if plain.any():
             pts = points[plain]
-            lo = np.floor((pts - REACH) / GRID_CELL).astype(int)
-            hi = np.floor((pts + REACH) / GRID_CELL).astype(int)
-            cells: set[tuple[int, int, int]] = set()
-            for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
-                cells.update(itertools.product(*(range(a[k], b[k] + 1) for k in range(3))))
-            hits = [e for c in cells for e in self._cells.get(c, ())]
-            sel = np.flatnonzero(plain)
-            out.append(_pairs_from_entries([keys[i] for i in sel], rows[sel], hits))
-        for i in np.flatnonzero(arr.axle).tolist():
-            hits = [self._axle_entries[k] for k in self._axles.query(*axle_box(points[i], axes[i], arr.lengths[i]))]
+            lo = np.floor((pts - REACH) / GRID_CELL).astype(np.int64)
+            hi = np.floor((pts + REACH) / GRID_CELL).astype(np.int64)
+            corners = np.where(_CORNER_BITS[:, None, :], hi[None], lo[None]).reshape(-1, 3)
+            get = self._cells.get
+            hits = [s for c in set(map(tuple, corners.tolist())) for s in get(c, ())]
             if hits:
-                out.append(_pairs_from_axles(keys[i], rows[i], hits))
+                out.append(_close_pairs(rows[plain], self._table[hits]))
+        for i in np.flatnonzero(arr.axle).tolist():
+            hits = self._axles.query(*axle_box(points[i], axes[i], arr.lengths[i]))
+            if hits:
+                out.append(_all_pairs(rows[i : i + 1], self._table[hits]))
         return _concat(out)
 
 
-def _pairs_from_axles(key: tuple[int, int], row: np.ndarray, hits: list[tuple]) -> Pairs:
-    theirs = np.array(hits, dtype=float)
-    n = len(hits)
+def _close_pairs(mine: np.ndarray, theirs: np.ndarray) -> Pairs:
+    """Pairs of rows within reach of each other."""
+    d = mine[:, None, 2:5] - theirs[None, :, 2:5]
+    ii, jj = np.nonzero(np.einsum("ijk,ijk->ij", d, d) <= REACH * REACH + 1e-9)
+    return _make_pairs(mine[ii], theirs[jj]) if len(ii) else _EMPTY
+
+
+def _all_pairs(mine: np.ndarray, theirs: np.ndarray) -> Pairs:
+    """Every row of ``mine`` with every row of ``theirs``."""
+    ii, jj = np.divmod(np.arange(len(mine) * len(theirs)), len(theirs))
+    return _make_pairs(mine[ii], theirs[jj])
+
+
+def _make_pairs(a: np.ndarray, b: np.ndarray) -> Pairs:
+    ka = a[:, :2].astype(np.int64).tolist()
+    kb = b[:, :2].astype(np.int64).tolist()
     return Pairs(
-        [key] * n,
-        [(int(t[0]), int(t[1])) for t in hits],
-        np.repeat(row[None, 2:5], n, axis=0),
-        np.repeat(row[None, 5:8], n, axis=0),
-        np.full(n, int(row[8])),
-        theirs[:, 2:5],
-        theirs[:, 5:8],
-        theirs[:, 8].astype(int),
+        [(p, i) for p, i in ka],
+        [(p, i) for p, i in kb],
+        a[:, 2:5],
+        a[:, 5:8],
+        a[:, 8].astype(np.int64),
+        b[:, 2:5],
+        b[:, 5:8],
+        b[:, 8].astype(np.int64),
     )
 
 
@@ -306,46 +318,28 @@ def scratch_candidates(pieces: dict) -> list[Candidate]:
     """Every joint candidate among ``pieces`` computed without any incremental index (KD-tree + box grid)."""
     from scipy.spatial import cKDTree
 
-    rows, axle_rows = [], []
+    blocks, is_axle = [], []
     for pid in sorted(pieces):
         x = pieces[pid]
         arr = part_arrays(x.part)
-        block = _rows(pid, arr, x.points, x.axes)
-        rows.append(block[~arr.axle])
-        axle_rows.append(block[arr.axle])
+        blocks.append(_rows(pid, arr, x.points, x.axes))
+        is_axle.append(arr.axle)
+    table = np.concatenate(blocks) if blocks else np.zeros((0, 9))
+    axle = np.concatenate(is_axle) if is_axle else np.zeros(0, bool)
+    plain = table[~axle]
     found = []
-    plain = np.concatenate(rows) if rows else np.zeros((0, 9))
     if len(plain):
-        tree = cKDTree(plain[:, 2:5])
-        uv = tree.query_pairs(REACH + 1e-9, output_type="ndarray")
+        uv = cKDTree(plain[:, 2:5]).query_pairs(REACH + 1e-9, output_type="ndarray")
         uv = uv[plain[uv[:, 0], 0] != plain[uv[:, 1], 0]]
-        keys = [(int(r[0]), int(r[1])) for r in plain[:, :2].tolist()]
-        u, v = uv[:, 0], uv[:, 1]
-        pairs = Pairs(
-            [keys[i] for i in u.tolist()],
-            [keys[i] for i in v.tolist()],
-            plain[u, 2:5],
-            plain[u, 5:8],
-            plain[u, 8].astype(int),
-            plain[v, 2:5],
-            plain[v, 5:8],
-            plain[v, 8].astype(int),
-        )
-        found += score_candidates(pieces, pairs)
-    axles = np.concatenate(axle_rows) if axle_rows else np.zeros((0, 9))
+        found += score_candidates(pieces, _make_pairs(plain[uv[:, 0]], plain[uv[:, 1]]))
+    axles = table[axle]
+    lengths = [float(part_arrays(pieces[int(r[0])].part).lengths[int(r[1])]) for r in axles]
     grid = BoxGrid(GRID_CELL)
-    lengths = {}
-    for r in axles.tolist():
-        key = (int(r[0]), int(r[1]))
-        lengths[key] = part_arrays(pieces[key[0]].part).lengths[key[1]]
-        grid.add(key, *axle_box(np.array(r[2:5]), np.array(r[5:8]), lengths[key]))
-    by_key = {(int(r[0]), int(r[1])): r for r in axles.tolist()}
-    for key, r in by_key.items():
-        hits = [
-            by_key[h]
-            for h in grid.query(*axle_box(np.array(r[2:5]), np.array(r[5:8]), lengths[key]))
-            if h[0] != key[0] and key < h
-        ]
+    boxes = [axle_box(r[2:5], r[5:8], length) for r, length in zip(axles, lengths, strict=True)]
+    for k, box in enumerate(boxes):
+        grid.add(k, *box)
+    for k, box in enumerate(boxes):
+        hits = [h for h in grid.query(*box) if h > k and axles[h, 0] != axles[k, 0]]
         if hits:
-            found += score_candidates(pieces, _pairs_from_axles(key, np.array(r), hits))
+            found += score_candidates(pieces, _all_pairs(axles[k : k + 1], axles[hits]))
     return found
