@@ -88,14 +88,18 @@ class Piece:
         return f
 
     @cached_property
+    def _world(self) -> tuple[np.ndarray, np.ndarray]:
+        return jx.world_points(self.part, self.pose)
+
+    @property
     def points(self) -> np.ndarray:
         """(n, 3) world positions of the connectors."""
-        return jx.world_points(self.part, self.pose)[0]
+        return self._world[0]
 
-    @cached_property
+    @property
     def axes(self) -> np.ndarray:
         """(n, 3) world unit mating axes of the connectors."""
-        return jx.world_points(self.part, self.pose)[1]
+        return self._world[1]
 
     def ref(self, conn: Connector | int) -> ConnectorRef:
         """The reference of one of this piece's connectors (by Connector or flat index)."""
