@@ -67,7 +67,10 @@ def make_fidelity_env(
     the split's generator. ``train`` and ``test`` draw from disjoint seed streams (held-out targets)."""
     from .fidelity_tasks import fidelity_task_source
 
-    config = _config(EnvConfig(max_pieces=32 if size == "small" else 80, max_steps=64 if size == "small" else 160), kw)
+    config = _config(
+        EnvConfig(max_pieces=32 if size == "small" else 80, max_steps=64 if size == "small" else 160, max_targets=256),
+        kw,
+    )
     source = fidelity_task_source(split=split, seed=seed, kinds=kinds, size=size)
     return BrickAssemblyEnv(source, config=config, rewards=rewards, render_mode=render_mode)
 

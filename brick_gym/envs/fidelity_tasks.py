@@ -1,0 +1,78 @@
+"""Fidelity tasks for the Gymnasium env: every reset draws a target model (``brick_gym.fidelity``) from a seed
+stream; ``train`` and ``test`` streams never share a target seed, so test targets are held out.
+
+The palette is fixed for the env's lifetime (it sets the action and observation spaces): every part the
+generator uses, in every colour it uses, with every bottom hole as a possible source connector (so that each
+known build step can be replayed exactly). The start piece is the target's own base plate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+import numpy as np
+
+from ..catalog import part
+from ..fidelity import ALL_KINDS, COLOURS, PALETTE_STEMS, FidelityTask, generate
+from ..rules import Rules
+from .actions import PaletteSlot
+from .assembly_env import EnvTask
+
+SPLIT_OFFSETS = {"train": 0, "test": 1_000_000_007}
+"""Seed stream offsets per split: a target's seed is ``offset + seed * 7919 + draw``; streams never meet."""
+
+
+@cache
+def fidelity_palette(colours: tuple[int, ...] = COLOURS) -> tuple[PaletteSlot, ...]:
+    """Every generator part in every generator colour, each with all its bottom holes as sources."""
+    slots = []
+    for stem in PALETTE_STEMS:
+        holes = part(stem).groups.get("hole", ())
+        sources = tuple(("hole", i) for i in range(len(holes)))
+        slots.extend(PaletteSlot(stem, code, sources) for code in colours)
+    return tuple(slots)
+
+
+def task_for(target: FidelityTask) -> EnvTask:
+    """The env task that asks for ``target``: its base plate as the start piece, its voxels as the target."""
+    base = target.steps[0]
+    return EnvTask(
+        name=target.name,
+        rules=Rules.for_setting("free"),
+        palette=fidelity_palette(),
+        start=(base.part, base.colour),
+        target_voxels=target.voxels,
+        extras={"fidelity_task": target},
+    )
+
+
+def fidelity_task_source(
+    *, split: str = "train", seed: int = 0, kinds: tuple[str, ...] | None = None, size: str = "small"
+) -> Callable[[np.random.Generator], EnvTask]:
+    """A task source for :class:`~brick_gym.envs.BrickAssemblyEnv`: draws a kind and a target seed from the env's
+    seeded generator, offset into the split's stream."""
+    if split not in SPLIT_OFFSETS:
+        raise ValueError(f"split must be one of {sorted(SPLIT_OFFSETS)}, got {split!r}")
+    chosen = tuple(kinds or ALL_KINDS)
+    unknown = set(chosen) - set(ALL_KINDS)
+    if unknown:
+        raise ValueError(f"unknown fidelity kinds {sorted(unknown)}; choose from {ALL_KINDS}")
+    return _TaskSource(SPLIT_OFFSETS[split] + seed * 7919, chosen, size)
+
+
+class _TaskSource:
+    """Picklable callable drawing fidelity tasks (cached per target seed)."""
+
+    def __init__(self, offset: int, kinds: tuple[str, ...], size: str) -> None:
+        self.offset, self.kinds, self.size = offset, kinds, size
+
+    def __call__(self, rng: np.random.Generator) -> EnvTask:
+        kind = self.kinds[int(rng.integers(len(self.kinds)))]
+        target_seed = self.offset + int(rng.integers(1_000_000))
+        return _cached_task(kind, target_seed, self.size)
+
+
+@cache
+def _cached_task(kind: str, seed: int, size: str) -> EnvTask:
+    return task_for(generate(kind, seed, size=size))
