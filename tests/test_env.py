@@ -224,3 +224,31 @@ def test_async_vector_env_and_subproc_vec_env() -> None:
     assert len(masks) == 2
     sb3.step(np.array([sb3.action_space.sample() for _ in range(2)]))
     sb3.close()
+
+
+def test_legality_memo_agrees_with_fresh_dry_runs_through_adds_removes_and_undos() -> None:
+    from brick_gym.assembly import Assembly, Placement
+    from brick_gym.envs.actions import YAWS, LegalityMemo
+
+    rng = np.random.default_rng(0)
+    a = Assembly()
+    a.add("3958", "red")
+    memo = LegalityMemo()
+    for _ in range(40):
+        free = a.free_connectors()
+        options = [
+            Placement(stem, "red", free[int(rng.integers(len(free)))], ("hole", 0), YAWS[int(rng.integers(4))])
+            for stem in ("3001", "3003", "3005")
+        ]
+        for p in options:
+            if p.target.group == "stud":
+                assert memo.legal(a, p) == a.evaluate(p).ok
+        move = rng.integers(4)
+        if move == 0 and len(a) > 1:
+            a.remove(int(rng.choice(list(a.pieces)[1:])))
+        elif move == 1:
+            a.undo()
+        else:
+            legal = [p for p in options if p.target.group == "stud" and a.evaluate(p).ok]
+            if legal:
+                a.place(legal[0])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from .. import connectors as cx
 from ..assembly import Assembly, ConnectorRef, Placement
 from ..catalog import Connector, Part
 from ..catalog import part as get_part
+from ..collision import BoxGrid, world_aabb
 from ..colours import colour as get_colour
 
 YAWS = (0.0, 90.0, 180.0, 270.0)
@@ -64,15 +66,25 @@ def make_palette(entries: Sequence[tuple[str, int | str]], max_sources: int = 2)
     return tuple(slots)
 
 
+@cache
+def _source_types(palette: tuple[PaletteSlot, ...]) -> tuple[Connector, ...]:
+    kinds = {(c.kind, c.subtype, c.polarity): c for s in palette for c in (s.source(i) for i in range(len(s.sources)))}
+    return tuple(kinds.values())
+
+
+@cache
+def _mates_any(part: Part, index: int, sources: tuple[Connector, ...]) -> bool:
+    return any(cx.mates(part.connectors[index], s) for s in sources)
+
+
 def target_slots(assembly: Assembly, palette: Sequence[PaletteSlot], limit: int) -> list[ConnectorRef]:
     """Free connectors of the assembly that some palette source can mate, in (piece id, connector) order."""
-    kinds = {(c.kind, c.subtype, c.polarity): c for s in palette for c in (s.source(i) for i in range(len(s.sources)))}
-    sources = list(kinds.values())
+    sources = _source_types(tuple(palette))
     out: list[ConnectorRef] = []
     for pid in sorted(assembly.pieces):
         piece = assembly.pieces[pid]
         for c in piece.part.connectors:
-            if any(cx.mates(c, s) for s in sources) and assembly.is_free(ConnectorRef(pid, c.group, c.group_index)):
+            if _mates_any(piece.part, c.index, sources) and assembly.is_free(ConnectorRef(pid, c.group, c.group_index)):
                 out.append(ConnectorRef(pid, c.group, c.group_index))
                 if len(out) >= limit:
                     return out
@@ -147,6 +159,71 @@ class FactoredCodec:
         return np.concatenate([palette, target, source, yaw])
 
 
+class LegalityMemo:
+    """Remembers whether (target connector, part, source, yaw) placements are geometrically legal, and forgets
+    exactly the entries a change could affect: those whose part would overlap the bounds of a piece added or
+    removed since, and those on a removed piece. Stock and part limits are checked separately (they are
+    cheap), so a remembered verdict is only about collisions and engagement."""
+
+    def __init__(self) -> None:
+        self._owner: Assembly | None = None
+        self._known: dict[int, object] = {}
+        self._verdicts: dict[tuple, bool] = {}
+        self._poses: dict[tuple, np.ndarray | None] = {}
+        self._boxes = BoxGrid()
+        self._by_piece: dict[int, set[tuple]] = {}
+
+    @staticmethod
+    def _key(placement: Placement) -> tuple:
+        t = placement.target
+        assert t is not None
+        return (t.piece, t.group, t.index, str(placement.part), placement.source, placement.yaw)
+
+    def legal(self, assembly: Assembly, placement: Placement) -> bool:
+        """The dry-run verdict of ``placement`` (memoised)."""
+        self._sync(assembly)
+        key = self._key(placement)
+        hit = self._verdicts.get(key)
+        if hit is None:
+            hit = assembly.evaluate(placement).ok
+            pose = assembly.pose_for(placement)
+            self._verdicts[key] = hit
+            self._poses[key] = pose
+            self._by_piece.setdefault(key[0], set()).add(key)
+            if pose is not None:
+                self._boxes.add(key, *world_aabb(get_part(placement.part).stem, pose))
+        return hit
+
+    def pose(self, assembly: Assembly, placement: Placement) -> np.ndarray | None:
+        """The pose ``placement`` gives its part (memoised with the verdict)."""
+        self.legal(assembly, placement)
+        return self._poses[self._key(placement)]
+
+    def _sync(self, assembly: Assembly) -> None:
+        if assembly is not self._owner:
+            self.__init__()  # type: ignore[misc]
+            self._owner = assembly
+        pieces = assembly.pieces
+        if len(pieces) == len(self._known) and all(pieces.get(k) is v for k, v in self._known.items()):
+            return
+        changed = [(k, v) for k, v in self._known.items() if pieces.get(k) is not v]
+        changed += [(k, v) for k, v in pieces.items() if self._known.get(k) is not v]
+        for pid, piece in changed:
+            for key in self._boxes.query(*world_aabb(piece.part.stem, piece.pose)):  # type: ignore[attr-defined]
+                self._forget(key)
+            if pid not in pieces or pieces[pid] is not piece:
+                for key in list(self._by_piece.get(pid, ())):
+                    self._forget(key)
+        self._known = dict(pieces)
+
+    def _forget(self, key: tuple) -> None:
+        self._poses.pop(key, None)
+        if self._verdicts.pop(key, None) is not None:
+            if key in self._boxes:
+                self._boxes.remove(key)
+            self._by_piece.get(key[0], set()).discard(key)
+
+
 class CandidateCodec:
     """``Discrete(N + 1)``: up to N placements checked against the assembly, then STOP (index N)."""
 
@@ -156,6 +233,7 @@ class CandidateCodec:
         self.palette = tuple(palette)
         self.max_candidates = max_candidates
         self.max_attempts = max_attempts
+        self.memo = LegalityMemo()
 
     def space(self):  # -> gymnasium.spaces.Discrete
         """The action space."""
@@ -170,14 +248,14 @@ class CandidateCodec:
 
     def candidates(self, assembly: Assembly, targets: Sequence[ConnectorRef]) -> list[tuple[int, Placement]]:
         """Legal placements (palette index, placement), round-robin over target slots so that every region of
-        the model is offered; each is checked with a dry run."""
+        the model is offered; each is checked with a (memoised) dry run."""
         stock = _in_stock(assembly, self.palette)
         if not any(stock):
             return []
         per_target = [self._options(assembly, t, stock) for t in targets]
         out: list[tuple[int, Placement]] = []
         for attempts, option in enumerate(_round_robin(per_target), start=1):
-            if assembly.evaluate(option[1]).ok:
+            if self.memo.legal(assembly, option[1]):
                 out.append(option)
                 if len(out) >= self.max_candidates:
                     break

@@ -263,7 +263,7 @@ class BrickAssemblyEnv(gym.Env):
         self._targets = target_slots(self.assembly, self.palette, self.config.max_targets)
         if isinstance(self.codec, CandidateCodec):
             self._candidates = self.codec.candidates(self.assembly, self._targets)
-            self._candidate_poses = [self.assembly.pose_for(p) for _, p in self._candidates]
+            self._candidate_poses = [self.codec.memo.pose(self.assembly, p) for _, p in self._candidates]
 
     def _any_move_possible(self) -> bool:
         mask = self.action_masks()

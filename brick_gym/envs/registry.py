@@ -1,5 +1,6 @@
 """Environment factories and their Gymnasium ids: ``BrickGym/Model-v0``, ``Set-v0``, ``AltBuild-v0``,
-``Fidelity-v0`` (and ``FidelityCandidates-v0``, the exact-mask encoding). ``import brick_gym.envs`` registers them.
+``Fidelity-v0`` (and ``FidelityCandidates-v0``, the exact-mask encoding), and ``ModelVQA-v0`` (a text task
+scored by a VLM judge; ``nondeterministic=True``). ``import brick_gym.envs`` registers them.
 """
 
 from __future__ import annotations
@@ -96,7 +97,88 @@ def register_all() -> None:
 
     for env_id, entry in ENV_IDS.items():
         if env_id not in gym.registry:
-            gym.register(env_id, entry_point=entry, disable_env_checker=False)
+            gym.register(
+                env_id, entry_point=entry, disable_env_checker=False, nondeterministic=env_id in NONDETERMINISTIC_IDS
+            )
 
 
-__all__ = ["ENV_IDS", "make_altbuild_env", "make_fidelity_env", "make_model_env", "make_set_env", "register_all"]
+# ----------------------------------------------------------------------------------------------------------------
+# Variants whose reward asks a vision-language judge (registered ``nondeterministic=True``)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def make_model_vqa_env(
+    *,
+    judge: Any = None,
+    tasks: str | os.PathLike[str] | None = None,
+    task_index: int | str = 0,
+    views: int = 8,
+    size: int = 512,
+    soft: bool = False,
+    retries: int = 1,
+    judge_cache: str | os.PathLike[str] | None = None,
+    vqa_weight: float = 1.0,
+    rewards: RewardSpec | None = None,
+    render_mode: str | None = None,
+    **kw: Any,
+) -> BrickAssemblyEnv:
+    """``Model-v0`` with a text task and BrickBench's VQA score as a terminal term named ``vqa``.
+
+    The task is entry ``task_index`` (a position or a task id) of a BrickBench task file ``tasks=`` (questions
+    read leniently, as BrickBench scores them), else the built-in "red tower on a grey base" task
+    (:data:`~brick_gym.rewards.vlm_terms.DEFAULT_VQA_PROMPT`). ``judge`` defaults to a
+    :class:`~brick_gym.rewards.vlm.ScriptedJudge` that answers every question yes, which makes the term a
+    rendered-and-parsed validity bonus: real runs pass ``judge=`` (e.g. an ``OpenAIChatJudge`` on a shared
+    server, or a ``TransformersJudge``), optionally with ``judge_cache=`` a JSONL path. The term is added to
+    ``rewards`` (default: the standard terms) with weight ``vqa_weight`` unless it already has a ``vqa`` term.
+    ``views``/``size``/``soft``/``retries`` go to :class:`~brick_gym.rewards.vlm_terms.VQATerm`.
+    """
+    from ..rewards.terms import standard_rewards
+    from ..rewards.vlm import ScriptedJudge, yes_to_all
+    from ..rewards.vlm_terms import DEFAULT_VQA_PROMPT, VQATerm, default_vqa_graph
+
+    if tasks is not None:
+        from ..rewards.vqa import load_tasks
+
+        loaded = load_tasks(tasks, strict=False)
+        if isinstance(task_index, str):
+            chosen = next((t for t in loaded if t.id == task_index), None)
+            if chosen is None:
+                raise KeyError(f"{tasks}: no task with id {task_index!r} (ids: {[t.id for t in loaded]})")
+        else:
+            if not -len(loaded) <= task_index < len(loaded):
+                raise IndexError(f"{tasks}: task_index {task_index} outside 0..{len(loaded) - 1}")
+            chosen = loaded[task_index]
+        prompt, graph = chosen.prompt, chosen.graph
+    else:
+        prompt, graph = DEFAULT_VQA_PROMPT, default_vqa_graph()
+    term = VQATerm(
+        judge if judge is not None else ScriptedJudge(yes_to_all),
+        graph,
+        prompt,
+        views=views,
+        size=size,
+        soft=soft,
+        retries=retries,
+        cache=judge_cache,
+    )
+    spec = rewards or standard_rewards()
+    if "vqa" not in spec.names:
+        spec = spec.plus(term, vqa_weight)
+    return make_model_env(rewards=spec, render_mode=render_mode, prompt=prompt, **kw)
+
+
+ENV_IDS["BrickGym/ModelVQA-v0"] = "brick_gym.envs.registry:make_model_vqa_env"
+#: Ids whose reward calls a live judge by design (``gymnasium.spec(id).nondeterministic``).
+NONDETERMINISTIC_IDS: frozenset[str] = frozenset({"BrickGym/ModelVQA-v0"})
+
+__all__ = [
+    "ENV_IDS",
+    "NONDETERMINISTIC_IDS",
+    "make_altbuild_env",
+    "make_fidelity_env",
+    "make_model_env",
+    "make_model_vqa_env",
+    "make_set_env",
+    "register_all",
+]

@@ -83,7 +83,7 @@ def current_fidelity(ctx: RewardContext) -> tuple[float, float]:
     if "fidelity" not in ctx.cache:
         from ..voxels import fidelity, voxelize
 
-        f = fidelity(voxelize(ctx.assembly), ctx.target)
+        f = fidelity(voxelize(ctx.assembly), ctx.target, colour_max=False)
         ctx.cache["fidelity"] = (float(f.shape_iou), float(f.colour_iou))
     return ctx.cache["fidelity"]
 
