@@ -252,3 +252,23 @@ def test_legality_memo_agrees_with_fresh_dry_runs_through_adds_removes_and_undos
             legal = [p for p in options if p.target.group == "stud" and a.evaluate(p).ok]
             if legal:
                 a.place(legal[0])
+
+
+def test_incremental_target_slots_match_a_full_rescan() -> None:
+    from brick_gym.envs.actions import TargetSlots, make_palette, target_slots
+    from brick_gym.examples import random_assembly
+
+    palette = make_palette([("3001", "red"), ("3005", "blue"), ("2780", "black")])
+    slots = TargetSlots(palette)
+    a = random_assembly(5, 30)
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        assert slots.slots(a, 64) == target_slots(a, palette, 64)
+        move = rng.integers(3)
+        if move == 0 and len(a) > 1:
+            a.remove(int(rng.choice(list(a.pieces))))
+        elif move == 1:
+            a.undo()
+        else:
+            free = a.free_connectors()
+            a.attach("3005", "red", to=free[int(rng.integers(len(free)))])

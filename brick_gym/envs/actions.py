@@ -77,18 +77,69 @@ def _mates_any(part: Part, index: int, sources: tuple[Connector, ...]) -> bool:
     return any(cx.mates(part.connectors[index], s) for s in sources)
 
 
+def _free_mateable(assembly: Assembly, pid: int, sources: tuple[Connector, ...]) -> list[ConnectorRef]:
+    piece = assembly.pieces[pid]
+    return [
+        ConnectorRef(pid, c.group, c.group_index)
+        for c in piece.part.connectors
+        if _mates_any(piece.part, c.index, sources) and assembly.is_free(ConnectorRef(pid, c.group, c.group_index))
+    ]
+
+
 def target_slots(assembly: Assembly, palette: Sequence[PaletteSlot], limit: int) -> list[ConnectorRef]:
     """Free connectors of the assembly that some palette source can mate, in (piece id, connector) order."""
     sources = _source_types(tuple(palette))
     out: list[ConnectorRef] = []
     for pid in sorted(assembly.pieces):
-        piece = assembly.pieces[pid]
-        for c in piece.part.connectors:
-            if _mates_any(piece.part, c.index, sources) and assembly.is_free(ConnectorRef(pid, c.group, c.group_index)):
-                out.append(ConnectorRef(pid, c.group, c.group_index))
-                if len(out) >= limit:
-                    return out
+        out.extend(_free_mateable(assembly, pid, sources))
+        if len(out) >= limit:
+            return out[:limit]
     return out
+
+
+class TargetSlots:
+    """``target_slots`` kept up to date incrementally: after a change only the pieces added or removed and their
+    joint neighbours are looked at again, so a step costs O(neighbourhood), not O(assembly)."""
+
+    def __init__(self, palette: Sequence[PaletteSlot]) -> None:
+        self.sources = _source_types(tuple(palette))
+        self._owner: Assembly | None = None
+        self._known: dict[int, object] = {}
+        self._neighbours: dict[int, list[int]] = {}
+        self._refs: dict[int, list[ConnectorRef]] = {}
+
+    def slots(self, assembly: Assembly, limit: int) -> list[ConnectorRef]:
+        """The first ``limit`` target slots, identical to ``target_slots(assembly, palette, limit)``."""
+        self._sync(assembly)
+        out: list[ConnectorRef] = []
+        for pid in sorted(self._refs):
+            out.extend(self._refs[pid])
+            if len(out) >= limit:
+                return out[:limit]
+        return out
+
+    def _sync(self, assembly: Assembly) -> None:
+        pieces = assembly.pieces
+        if assembly is not self._owner:
+            self._owner, self._known, self._neighbours, self._refs = assembly, {}, {}, {}
+        changed = {k for k, v in self._known.items() if pieces.get(k) is not v}
+        changed |= {k for k, v in pieces.items() if self._known.get(k) is not v}
+        if not changed:
+            return
+        touched = set(changed)
+        for pid in changed:
+            touched.update(self._neighbours.get(pid, ()))
+            if pid in pieces:
+                touched.update(assembly.neighbours(pid))
+        for pid in touched:
+            if pid in pieces:
+                self._refs[pid] = _free_mateable(assembly, pid, self.sources)
+                self._neighbours[pid] = assembly.neighbours(pid)
+                self._known[pid] = pieces[pid]
+            else:
+                self._refs.pop(pid, None)
+                self._neighbours.pop(pid, None)
+                self._known.pop(pid, None)
 
 
 @dataclass(frozen=True)

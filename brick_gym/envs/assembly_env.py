@@ -21,7 +21,7 @@ import numpy as np
 from ..assembly import Assembly, Outcome, Placement
 from ..rewards.terms import RewardContext, RewardSpec, standard_rewards
 from ..rules import Rules
-from .actions import CandidateCodec, FactoredCodec, PaletteSlot, make_palette, target_slots
+from .actions import CandidateCodec, FactoredCodec, PaletteSlot, TargetSlots, make_palette
 from .observations import ObservationBuilder, ObservationConfig, yaw_of
 
 DEFAULT_PALETTE = tuple(
@@ -99,6 +99,7 @@ class BrickAssemblyEnv(gym.Env):
             ),
             self.palette,
         )
+        self._slots = TargetSlots(self.palette)
         self.action_space = self.codec.space()
         self.observation_space = self.observer.space()
         self.task: EnvTask = probe
@@ -260,7 +261,7 @@ class BrickAssemblyEnv(gym.Env):
         return [inv.limit(s.stem, s.colour) for s in self.palette]
 
     def _refresh(self) -> None:
-        self._targets = target_slots(self.assembly, self.palette, self.config.max_targets)
+        self._targets = self._slots.slots(self.assembly, self.config.max_targets)
         if isinstance(self.codec, CandidateCodec):
             self._candidates = self.codec.candidates(self.assembly, self._targets)
             self._candidate_poses = [self.codec.memo.pose(self.assembly, p) for _, p in self._candidates]
