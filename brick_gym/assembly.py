@@ -229,6 +229,15 @@ class Assembly:
         comps = [sorted(m) for m in self._members.values()]
         return sorted(comps, key=lambda c: (-len(c), c[0]))
 
+    @property
+    def component_count(self) -> int:
+        """Number of connected components (O(1))."""
+        return len(self._members)
+
+    def degree(self, piece_id: int) -> int:
+        """Number of pieces joined to ``piece_id`` (O(1))."""
+        return len(self._adjacent.get(piece_id, ()))
+
     def component_of(self, piece_id: int) -> int:
         """An id naming the component a piece belongs to (stable until the component changes)."""
         return self._component_of[piece_id]

@@ -19,6 +19,8 @@ import gymnasium as gym
 import numpy as np
 
 from ..assembly import Assembly, Outcome, Placement
+from ..catalog import part as get_part
+from ..colours import colour as get_colour
 from ..rewards.terms import RewardContext, RewardSpec, standard_rewards
 from ..rules import Rules
 from .actions import CandidateCodec, FactoredCodec, PaletteSlot, TargetSlots, make_palette
@@ -109,7 +111,8 @@ class BrickAssemblyEnv(gym.Env):
     # ----- gymnasium API -------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         """Start an episode: pick the task (from the seeded generator when the env samples tasks) and place the
-        start piece."""
+        start piece. ``options``: ``{"task": EnvTask}`` to choose the task, ``{"assembly": Assembly}`` to start
+        from a copy of a given assembly instead of the start piece."""
         super().reset(seed=seed)
         if options and "task" in options:
             self.task = options["task"]
@@ -119,11 +122,17 @@ class BrickAssemblyEnv(gym.Env):
             self.task = self._fixed_task  # type: ignore[assignment]
         if tuple(self.task.palette) != self.palette:
             raise ValueError(f"task {self.task.name!r} has a different palette than this env was built for")
-        self.assembly = Assembly(self.task.rules, name=self.task.name)
-        stem, col = self.task.start
-        start = self.assembly.add(stem, col)
-        if not start.ok:
-            raise ValueError(f"task {self.task.name!r}: start piece refused: {start.message}")
+        given = (options or {}).get("assembly")
+        if given is not None:  # continue from a given assembly (curricula, benchmarks): a copy, under the task's rules
+            if given.rules != self.task.rules or not len(given):
+                raise ValueError("options['assembly'] must be non-empty and use the task's rules")
+            self.assembly = given.copy()
+        else:
+            self.assembly = Assembly(self.task.rules, name=self.task.name)
+            stem, col = self.task.start
+            start = self.assembly.add(stem, col)
+            if not start.ok:
+                raise ValueError(f"task {self.task.name!r}: start piece refused: {start.message}")
         self._reset_state()
         self._refresh()
         return self._observation(), self._info(None, {name: 0.0 for name in self.rewards.names})
@@ -199,8 +208,12 @@ class BrickAssemblyEnv(gym.Env):
     # ----- helpers -------------------------------------------------------------------------------------------
     def encode_placement(self, placement: Placement) -> np.ndarray | int | None:
         """The action that performs ``placement`` now (for replaying known build sequences), or None."""
+        try:
+            key = (get_part(placement.part).stem, get_colour(placement.colour).code)
+        except LookupError:
+            return None
+        placement = Placement(key[0], key[1], placement.target, placement.source, placement.yaw)
         if isinstance(self.codec, FactoredCodec):
-            key = (placement.part, placement.colour)
             slots = [i for i, s in enumerate(self.palette) if (s.stem, s.colour) == key]
             if not slots or placement.target not in self._targets or placement.source is None:
                 return None

@@ -94,7 +94,7 @@ class ObservationBuilder:
             pieces[: len(ids), 2:5] = _position_features(poses[:, :3, 3], c.scale)
             pieces[: len(ids), 5] = poses[:, 0, 0]
             pieces[: len(ids), 6] = poses[:, 2, 0]
-            pieces[: len(ids), 7] = [len(assembly.neighbours(i)) / 8.0 for i in ids]
+            pieces[: len(ids), 7] = [assembly.degree(i) / 8.0 for i in ids]
         tgt = np.zeros((c.max_targets, 7), dtype=np.float32)
         if targets:
             frames = np.array([assembly.connector_frame(t) for t in targets[: c.max_targets]])
@@ -115,7 +115,7 @@ class ObservationBuilder:
             [
                 min(1.0, step / max(1, max_steps)),
                 min(1.0, n / max(1, c.max_pieces)),
-                len(assembly.components) / n if n else 0.0,
+                assembly.component_count / n if n else 0.0,
                 float(last_invalid),
             ],
             dtype=np.float32,
