@@ -1,6 +1,7 @@
-"""``brick-gym``: check, find, describe, demo and speed from the command line.
+"""``brick-gym``: check, find, describe, demo, speed, render, elo and vqa-score from the command line.
 
-Exit codes of ``check``: 0 valid, 1 invalid, 2 unusable input (missing, unreadable or malformed file).
+Exit codes of ``check``: 0 valid, 1 invalid, 2 unusable input (missing, unreadable or malformed file). Every
+command exits 2 on unusable input, with one ``error:`` line naming the file (and line) at fault.
 """
 
 from __future__ import annotations
@@ -123,6 +124,207 @@ def cmd_speed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fail(message: str) -> int:
+    """Unusable input: one clear line on stderr, exit code 2."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """Render an LDraw model's views, contact sheet and thumbnail into a folder; print the paths and backend."""
+    import warnings
+
+    from .ldraw import LDrawError
+    from .modelfile import load
+    from .render import RenderSettings, last_backend, save_views
+
+    try:
+        settings = RenderSettings(size=args.size, views=args.views, backend=args.backend)
+    except ValueError as exc:
+        return _fail(str(exc))
+    try:
+        loaded = load(args.path)
+    except LDrawError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"{args.path}: {exc.strerror or exc}")
+    for problem in loaded.problems:
+        print(f"warning: {problem.message} (not drawn)", file=sys.stderr)
+    if not len(loaded.assembly):
+        return _fail(f"{args.path}: no piece could be read; nothing to render")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            paths = save_views(loaded.assembly, args.out, settings)
+        except RuntimeError as exc:  # e.g. --backend moderngl without an EGL context
+            return _fail(f"cannot render with backend {args.backend!r}: {exc}")
+        except OSError as exc:
+            return _fail(f"{args.out}: {exc.strerror or exc}")
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    for path in paths:
+        print(path)
+    print(f"backend: {last_backend()}")
+    return 0
+
+
+def _finite(value: float) -> float | None:
+    import math
+
+    return value if math.isfinite(value) else None
+
+
+def cmd_elo(args: argparse.Namespace) -> int:
+    """Bradley–Terry ELO (align, design, combined) with task-bootstrap intervals from two judgment files."""
+    from .bench.elo import JudgmentFileError, format_table, leaderboard, load_judgments, plot_leaderboard
+
+    judgments = []
+    for path in (args.align, args.design):
+        try:
+            judgments.append(load_judgments(path))
+        except JudgmentFileError as exc:
+            return _fail(str(exc))
+        except UnicodeDecodeError as exc:
+            return _fail(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+        except OSError as exc:
+            return _fail(f"{path}: {exc.strerror or exc}")
+    core = [c.strip() for c in args.core.split(",") if c.strip()] if args.core else None
+    if args.boot < 0:
+        return _fail(f"--boot must be >= 0, got {args.boot}")
+    try:
+        board = leaderboard(judgments[0], judgments[1], core=core, boot=args.boot, seed=args.seed)
+    except ValueError as exc:
+        return _fail(str(exc))
+    if args.json:
+        out = {name: {k: _finite(v) for k, v in row.items()} for name, row in board.items()}
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_table(board))
+    if args.plot:
+        try:
+            path = plot_leaderboard(board, args.plot)
+        except ImportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except OSError as exc:
+            return _fail(f"{args.plot}: {exc.strerror or exc}")
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+VQA_SCORE_NOTE = (
+    "mean over the task file's tasks: a task without a reply counts 0 (BrickBench scores a missing or invalid "
+    "assembly 0); a task whose replies all failed to parse is listed under 'unparsed', left out of the mean "
+    "and never scored as 'no' (ask the judge again)"
+)
+
+
+def _read_replies(path: str, known: set[str]) -> dict[str, list[str | None]]:
+    """``{task: [reply, ...]}`` in file order from a JSONL of ``{"task", "reply"}``; ValueError names the line."""
+    replies: dict[str, list[str | None]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"{where}: expected an object with 'task' and 'reply', got {type(obj).__name__}")
+            task, reply = obj.get("task"), obj.get("reply", ...)
+            if not isinstance(task, str) or not task:
+                raise ValueError(f"{where}: field 'task' missing or not a non-empty string")
+            if task not in known:
+                raise ValueError(f"{where}: task {task!r} is not in the task file")
+            if reply is ... or not (reply is None or isinstance(reply, str)):
+                raise ValueError(f"{where}: field 'reply' missing or not a string (or null)")
+            replies.setdefault(task, []).append(reply)
+    return replies
+
+
+def cmd_vqa_score(args: argparse.Namespace) -> int:
+    """Score judge replies against a BrickBench task file: gated and flat VQA per task and on average."""
+    from .rewards.vqa import TaskFileError, load_tasks, parse_vqa_reply, score_vqa
+
+    try:
+        tasks = load_tasks(args.tasks, strict=False)  # lenient graphs: BrickBench's own scoring
+    except TaskFileError as exc:
+        return _fail(str(exc))
+    except UnicodeDecodeError as exc:
+        return _fail(f"{args.tasks}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except OSError as exc:
+        return _fail(f"{args.tasks}: {exc.strerror or exc}")
+    try:
+        replies = _read_replies(args.replies, {t.id for t in tasks})
+    except UnicodeDecodeError as exc:
+        return _fail(f"{args.replies}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except ValueError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"{args.replies}: {exc.strerror or exc}")
+
+    per_task: dict[str, dict[str, object]] = {}
+    unparsed: list[str] = []
+    missing: list[str] = []
+    gated_sum = flat_sum = 0.0
+    counted = 0
+    for task in tasks:
+        if task.id not in replies:
+            missing.append(task.id)
+            counted += 1  # scores 0
+            continue
+        # Several lines for one task are attempts (retries): the last one that parses counts.
+        answers = None
+        for text in reversed(replies[task.id]):
+            answers = parse_vqa_reply(text, len(task.graph))
+            if answers is not None:
+                break
+        if answers is None:
+            unparsed.append(task.id)
+            per_task[task.id] = {"gated": None, "flat": None, "parsed": False}
+            continue
+        score = score_vqa(task.graph, answers)
+        per_task[task.id] = {"gated": score.gated, "flat": score.flat, "parsed": True}
+        gated_sum += score.gated
+        flat_sum += score.flat
+        counted += 1
+    mean = {"gated": gated_sum / counted, "flat": flat_sum / counted} if counted else {"gated": None, "flat": None}
+    result = {
+        "tasks": per_task,
+        "mean": mean,
+        "unparsed": unparsed,
+        "missing": missing,
+        "counts": {
+            "tasks": len(tasks),
+            "scored": counted - len(missing),
+            "unparsed": len(unparsed),
+            "missing": len(missing),
+        },
+        "note": VQA_SCORE_NOTE,
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+
+    def fmt(value: object) -> str:
+        return f"{value:.3f}" if isinstance(value, float) else "-"
+
+    width = max([len("task"), *(len(t.id) for t in tasks)])
+    print(f"{'task':<{width}}  {'gated':>6}  {'flat':>6}  status")
+    for task in tasks:
+        row = per_task.get(task.id)
+        if row is None:
+            print(f"{task.id:<{width}}  {fmt(0.0):>6}  {fmt(0.0):>6}  missing (scored 0)")
+        else:
+            status = "ok" if row["parsed"] else "UNPARSED (not in the mean)"
+            print(f"{task.id:<{width}}  {fmt(row['gated']):>6}  {fmt(row['flat']):>6}  {status}")
+    print(f"{'mean':<{width}}  {fmt(mean['gated']):>6}  {fmt(mean['flat']):>6}  over {counted} of {len(tasks)} tasks")
+    print(f"note: {VQA_SCORE_NOTE}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``brick-gym`` argument parser."""
     parser = argparse.ArgumentParser(prog="brick-gym", description=__doc__)
@@ -154,6 +356,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for smoke tests")
     p.set_defaults(func=cmd_speed)
+
+    p = sub.add_parser("render", help="render an .ldr/.mpd file: views, contact sheet and thumbnail")
+    p.add_argument("path")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--views", type=int, default=8, help="how many of the 8 fixed views (default: 8)")
+    p.add_argument("--size", type=int, default=1024, help="image side in pixels (default: 1024, as BrickBench)")
+    p.add_argument("--backend", choices=("auto", "moderngl", "software"), default="auto")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("elo", help="Bradley-Terry ELO from align and design judgment files (JSONL)")
+    p.add_argument("align", help='align judgments, one {"task", "first", "second", "winner"} per line')
+    p.add_argument("design", help="design judgments, same format")
+    p.add_argument("--core", help="comma-separated core systems (fitted first, mean 1000); default: all")
+    p.add_argument("--boot", type=int, default=1000, help="bootstrap draws over tasks (default: 1000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", help="also save a PNG chart here")
+    p.set_defaults(func=cmd_elo)
+
+    p = sub.add_parser("vqa-score", help="score VQA judge replies against a BrickBench task file")
+    p.add_argument("tasks", help="BrickBench tasks.json")
+    p.add_argument("replies", help='judge replies, one {"task": id, "reply": text} per line (JSONL)')
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_vqa_score)
     return parser
 
 

@@ -112,7 +112,37 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     ours = figures["placement_us"].get("400")
     theirs = figures["brickagent_attach_us"]
     figures["placement_vs_brickagent_ratio"] = round(ours / theirs, 3) if ours and theirs else None
+    figures.update(_render_figures(quick))
     return figures
+
+
+def _render_figures(quick: bool) -> dict[str, Any]:
+    """8 views at 512² of a brick model (400 pieces; 50 in quick mode) with the preferred backend (warm call).
+
+    The preferred backend is moderngl when an EGL context can be made, else the software rasteriser; a full run
+    on a moderngl machine also times the software path (what a machine without EGL gets). A failure (no mesh
+    data, no Pillow...) is reported as ``render_error`` instead of failing the whole run.
+    """
+    n = 50 if quick else 400
+    key = "render_8x512_s"  # for ``render_pieces`` pieces
+    try:
+        from .render import available_backends, benchmark_render
+
+        backends = available_backends()
+        bench = benchmark_render(n, 512, backends=backends[:1] if quick else backends)
+    except Exception as exc:  # a benchmark must report, not crash
+        return {key: None, "render_backend": None, "render_error": f"{type(exc).__name__}: {exc}"}
+    best = backends[0]
+    entry = bench["backends"][best]
+    out: dict[str, Any] = {
+        key: entry["views_s"],
+        "render_first_call_s": entry["cold_s"],
+        "render_backend": f"{best} ({entry['renderer']})" if "renderer" in entry else best,
+        "render_pieces": n,
+    }
+    if "software" in bench["backends"] and best != "software":
+        out["render_8x512_software_s"] = bench["backends"]["software"]["views_s"]
+    return out
 
 
 def format_figures(figures: dict[str, Any]) -> str:
