@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Any
 
+import numpy as np
+
 from .assembly import Assembly, Outcome, Placement
 from .examples import running_bond_wall
 
@@ -113,7 +115,88 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     theirs = figures["brickagent_attach_us"]
     figures["placement_vs_brickagent_ratio"] = round(ours / theirs, 3) if ours and theirs else None
     figures.update(_render_figures(quick))
+    figures.update(_env_figures(sizes[:2]))
     return figures
+
+
+class _Recorder(Assembly):
+    """Records every applied placement, so a build can be replayed through the env."""
+
+    def __init__(self) -> None:
+        super().__init__(name="wall")
+        self.log: list[Placement] = []
+
+    def place(self, placement: Placement, *, dry_run: bool = False) -> Outcome:
+        outcome = super().place(placement, dry_run=dry_run)
+        if outcome.ok and not dry_run:
+            self.log.append(placement)
+        return outcome
+
+
+def _env_step_vs_place_us(n_pieces: int, steps: int = 40) -> tuple[float, float]:
+    """Median µs of an env step (factored encoding, masks and observation included) continuing a wall of
+    ``n_pieces``, and of a bare ``Assembly.place`` of the same placements from the same state."""
+    from .envs import BrickAssemblyEnv, EnvConfig, make_task
+    from .rules import Rules
+
+    rec = _Recorder()
+    running_bond_wall(10, (n_pieces + steps) // 10 + 2, into=rec)
+    prefix = Assembly(Rules.for_setting("free"))
+    for p in rec.log[:n_pieces]:
+        prefix.place(p)
+    rest = rec.log[n_pieces : n_pieces + steps]
+    task = make_task("speed", prefix.rules, [("3001", "red"), ("3003", "red")], start=("3001", "red"))
+    env = BrickAssemblyEnv(task, config=EnvConfig(max_pieces=n_pieces + steps + 5, max_steps=10**6, max_targets=512))
+    env.reset(seed=0, options={"assembly": prefix})
+    env_times, bare_times = [], []
+    for p in rest:
+        action = env.encode_placement(p)
+        t = time.perf_counter()
+        env.step(action)
+        env_times.append(time.perf_counter() - t)
+    bare = prefix.copy()
+    for p in rest:
+        t = time.perf_counter()
+        bare.place(p)
+        bare_times.append(time.perf_counter() - t)
+    return statistics.median(env_times) * 1e6, statistics.median(bare_times) * 1e6
+
+
+def _vector_steps_per_s(n_envs: int = 2, steps: int = 60) -> float:
+    """Random masked steps per second over ``n_envs`` subprocess envs (SB3 SubprocVecEnv, Fidelity candidates)."""
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    from .agents.rl import make_env
+
+    vec = SubprocVecEnv([make_env("BrickGym/FidelityCandidates-v0", i) for i in range(n_envs)])
+    try:
+        vec.reset()
+        rng = np.random.default_rng(0)
+        t = time.perf_counter()
+        for _ in range(steps):
+            masks = vec.env_method("action_masks")
+            vec.step(np.array([rng.choice(np.flatnonzero(m[:-1])) if m[:-1].any() else len(m) - 1 for m in masks]))
+        return round(steps * n_envs / (time.perf_counter() - t), 1)
+    finally:
+        vec.close()
+
+
+def _env_figures(sizes: tuple[int, ...]) -> dict[str, Any]:
+    """Env step cost against a bare placement at each size, and vectorised throughput."""
+    try:
+        step, bare, ratio = {}, {}, {}
+        for n in sizes:
+            e, b = _env_step_vs_place_us(n)
+            step[str(n)], bare[str(n)], ratio[str(n)] = round(e, 1), round(b, 1), round(e / b, 2)
+        return {
+            "env_step_us": step,
+            "env_bare_place_us": bare,
+            "env_step_over_place": ratio,
+            "env_steps_per_s": {k: round(1e6 / v, 1) for k, v in step.items()},
+            "env_2_subprocess_steps_per_s": _vector_steps_per_s(),
+        }
+    except ImportError as exc:  # the rl extra is not installed
+        return {"env_error": f"{type(exc).__name__}: {exc}"}
 
 
 def _render_figures(quick: bool) -> dict[str, Any]:
