@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..assembly import Assembly, ConnectorRef, Placement
+from ..assembly import Assembly, ConnectorRef, Piece, Placement
 from .actions import YAWS, PaletteSlot
 
 BOUND = 1e4
@@ -51,6 +51,8 @@ class ObservationBuilder:
         self.config = config
         self.palette = tuple(palette)
         self._slot_of = {(s.stem, s.colour): i for i, s in enumerate(self.palette)}
+        self._piece_rows: dict[int, tuple[Piece, tuple[float, ...]]] = {}
+        self._target_rows: dict[ConnectorRef, tuple[Piece, tuple[float, ...]]] = {}
 
     def space(self):  # -> gymnasium.spaces.Dict
         """The observation space."""
@@ -87,22 +89,12 @@ class ObservationBuilder:
         pieces = np.zeros((c.max_pieces, 8), dtype=np.float32)
         ids = sorted(assembly.pieces)[: c.max_pieces]
         if ids:
-            poses = np.array([assembly[i].pose for i in ids])
-            pieces[: len(ids), 0] = 1.0
-            pieces[: len(ids), 1] = [self._slot_of.get((assembly[i].part.stem, assembly[i].colour), -1) for i in ids]
-            pieces[: len(ids), 1] /= max(1, len(self.palette))
-            pieces[: len(ids), 2:5] = _position_features(poses[:, :3, 3], c.scale)
-            pieces[: len(ids), 5] = poses[:, 0, 0]
-            pieces[: len(ids), 6] = poses[:, 2, 0]
+            pieces[: len(ids), :7] = [self._piece_row(assembly[i]) for i in ids]
             pieces[: len(ids), 7] = [assembly.degree(i) / 8.0 for i in ids]
         tgt = np.zeros((c.max_targets, 7), dtype=np.float32)
         if targets:
-            frames = np.array([assembly.connector_frame(t) for t in targets[: c.max_targets]])
-            n = len(frames)
-            tgt[:n, 0] = 1.0
-            tgt[:n, 1:4] = _position_features(frames[:, :3, 3], c.scale)
-            axis = -frames[:, :3, 1]
-            tgt[:n, 4:7] = np.column_stack([axis[:, 0], -axis[:, 1], axis[:, 2]])
+            shown = targets[: c.max_targets]
+            tgt[: len(shown)] = [self._target_row(assembly, t) for t in shown]
         inventory = np.zeros(c.palette_size, dtype=np.float32)
         left = assembly.stock_left()
         for i, (slot, start) in enumerate(zip(self.palette, initial_stock, strict=True)):
@@ -130,6 +122,31 @@ class ObservationBuilder:
         if c.max_candidates:
             obs["candidates"] = self._candidates(candidates or (), candidate_poses or ())
         return obs
+
+    def _piece_row(self, piece: Piece) -> tuple[float, ...]:
+        """present, palette index / P, x, height, z, cos yaw, sin yaw — memoised per piece object."""
+        hit = self._piece_rows.get(piece.id)
+        if hit is not None and hit[0] is piece:
+            return hit[1]
+        pose = piece.pose
+        slot = self._slot_of.get((piece.part.stem, piece.colour), -1) / max(1, len(self.palette))
+        x, h, z = _position_features(pose[None, :3, 3], self.config.scale)[0]
+        row = (1.0, slot, x, h, z, pose[0, 0], pose[2, 0])
+        self._piece_rows[piece.id] = (piece, row)
+        return row
+
+    def _target_row(self, assembly: Assembly, ref: ConnectorRef) -> tuple[float, ...]:
+        """present, x, height, z, axis (x, up, z) of a connector — memoised per (piece object, connector)."""
+        piece = assembly[ref.piece]
+        hit = self._target_rows.get(ref)
+        if hit is not None and hit[0] is piece:
+            return hit[1]
+        frame = assembly.connector_frame(ref)
+        x, h, z = _position_features(frame[None, :3, 3], self.config.scale)[0]
+        axis = -frame[:3, 1]
+        row = (1.0, x, h, z, axis[0], -axis[1], axis[2])
+        self._target_rows[ref] = (piece, row)
+        return row
 
     def _candidates(self, candidates: Sequence[tuple[int, Placement]], poses: Sequence[np.ndarray]) -> np.ndarray:
         c = self.config
