@@ -221,26 +221,20 @@ VQA_SCORE_NOTE = (
 
 def _read_replies(path: str, known: set[str]) -> dict[str, list[str | None]]:
     """``{task: [reply, ...]}`` in file order from a JSONL of ``{"task", "reply"}``; ValueError names the line."""
+    from .fileio import iter_jsonl
+
     replies: dict[str, list[str | None]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{where}: expected an object with 'task' and 'reply', got {type(obj).__name__}")
-            task, reply = obj.get("task"), obj.get("reply", ...)
-            if not isinstance(task, str) or not task:
-                raise ValueError(f"{where}: field 'task' missing or not a non-empty string")
-            if task not in known:
-                raise ValueError(f"{where}: task {task!r} is not in the task file")
-            if reply is ... or not (reply is None or isinstance(reply, str)):
-                raise ValueError(f"{where}: field 'reply' missing or not a string (or null)")
-            replies.setdefault(task, []).append(reply)
+    for where, obj in iter_jsonl(path):
+        if not isinstance(obj, dict):
+            raise ValueError(f"{where}: expected an object with 'task' and 'reply', got {type(obj).__name__}")
+        task, reply = obj.get("task"), obj.get("reply", ...)
+        if not isinstance(task, str) or not task:
+            raise ValueError(f"{where}: field 'task' missing or not a non-empty string")
+        if task not in known:
+            raise ValueError(f"{where}: task {task!r} is not in the task file")
+        if reply is ... or not (reply is None or isinstance(reply, str)):
+            raise ValueError(f"{where}: field 'reply' missing or not a string (or null)")
+        replies.setdefault(task, []).append(reply)
     return replies
 
 

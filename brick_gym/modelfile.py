@@ -11,6 +11,7 @@ import numpy as np
 from .assembly import Assembly
 from .catalog import UnknownPart, catalog
 from .colours import UnknownColour, colour
+from .fileio import atomic_write_text
 from .ldraw import LDrawError, LDrawModel, read_ldraw_file, write_ldr, write_mpd
 from .rules import Rules
 
@@ -48,11 +49,7 @@ def to_ldraw(assembly: Assembly, *, mpd: bool = True, title: str | None = None) 
 def save(assembly: Assembly, path: str | os.PathLike[str]) -> Path:
     """Write ``.mpd`` or ``.ldr`` (by suffix) atomically: a reader never sees a half-written file."""
     p = Path(path)
-    text = to_ldraw(assembly, mpd=p.suffix.lower() != ".ldr", title=p.stem)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, p)
-    return p
+    return atomic_write_text(p, to_ldraw(assembly, mpd=p.suffix.lower() != ".ldr", title=p.stem))
 
 
 def from_model(model: LDrawModel, rules: Rules | None = None, *, strict: bool = False) -> LoadedModel:

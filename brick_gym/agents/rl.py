@@ -4,8 +4,6 @@ training with checkpoints and masked evaluation, and policy evaluation comparabl
 from __future__ import annotations
 
 import functools
-import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -13,6 +11,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from ..fileio import atomic_write_json
 
 
 def _build_env(env_id: str, seed: int, kwargs: dict[str, Any], stats_path: str | None) -> gym.Env:
@@ -172,7 +172,7 @@ def train(config: TrainConfig, callbacks: list | None = None) -> dict[str, Any]:
         "model": str(out / "final_model.zip"),
     }
     result["eval"] = evaluate_policy(model, config.env_id, config.eval_kwargs, config.eval_episodes, seed=10_000)
-    _atomic_json(out / "result.json", result)
+    atomic_write_json(out / "result.json", result)
     return result
 
 
@@ -200,9 +200,3 @@ def evaluate_policy(model: Any, env_id: str, env_kwargs: dict[str, Any], episode
         return summarise(run_episodes(env, PolicyAgent(model), episodes, seed))
     finally:
         env.close()
-
-
-def _atomic_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)

@@ -16,7 +16,6 @@ the two systems; the presentation order does not enter the fit.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..fileio import iter_jsonl
 
 __all__ = [
     "ELO_SCALE",
@@ -80,19 +81,7 @@ def _check_judgment(obj: Any, where: str) -> dict[str, str]:
 
 def load_judgments(path: str | Path) -> list[dict[str, str]]:
     """Read a JSONL file of judgments (blank lines skipped); errors name the file and line number."""
-    path = Path(path)
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise JudgmentFileError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
-            out.append(_check_judgment(obj, where))
-    return out
+    return [_check_judgment(obj, where) for where, obj in iter_jsonl(path, JudgmentFileError)]
 
 
 @dataclass(frozen=True)
