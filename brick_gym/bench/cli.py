@@ -1,0 +1,368 @@
+"""``brick-gym bench ...``: run agents on BrickBench tasks, score runs, print ELO, build submissions, verify.
+
+Subcommands: ``run``, ``score``, ``elo``, ``submit``, ``verify``. Exit codes: 0 ok; 1 when the work was done but
+the result is not clean (``verify``: some model invalid; ``submit``: the zip breaks a rule; ``run``: an episode
+failed and will be redone by the next run); 2 unusable input (malformed task file, unreadable inventory, unknown
+agent or judge spec, missing folder), with one ``error:`` line saying which file and field.
+
+Also runnable as ``python -m brick_gym.bench.cli <subcommand> ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "add_bench_commands",
+    "build_parser",
+    "cmd_elo",
+    "cmd_run",
+    "cmd_score",
+    "cmd_submit",
+    "cmd_verify",
+    "main",
+    "make_judge",
+]
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _tasks_path(args: argparse.Namespace) -> Path:
+    from .runner import default_tasks
+
+    return Path(args.tasks) if args.tasks else default_tasks(args.setting)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# run
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run an agent over a task file into ``--out/<agent>/<task>/`` (resumable)."""
+    from .runner import BenchError, run
+
+    config = None
+    try:
+        if args.no_render or args.max_turns is not None:
+            from brick_gym.agents.adapter import EpisodeConfig
+
+            values: dict[str, Any] = {}
+            if args.no_render:
+                values["render"] = False
+            if args.max_turns is not None:
+                values["max_turns"] = args.max_turns
+            config = EpisodeConfig(**values)
+        summary = run(
+            args.tasks,
+            args.setting,
+            args.agent,
+            args.out,
+            inventory=args.inventory,
+            limit=args.limit,
+            jobs=args.jobs,
+            config=config,
+            progress=not args.no_progress,
+            name=args.name,
+            retry_errors=args.retry_errors,
+        )
+    except BenchError as exc:
+        return _fail(str(exc))
+    n = len(summary.tasks)
+    print(
+        f"{summary.agent} · {summary.setting}: {len(summary.finished)}/{n} tasks finished "
+        f"({len(summary.ran)} run now, {len(summary.skipped)} already done), {summary.valid} valid"
+    )
+    for task_id, old in summary.moved_aside.items():
+        print(f"  {task_id}: unfinished folder from an earlier run moved to {old}")
+    for task_id, files in summary.modified.items():
+        print(f"  warning: {task_id}: files changed after the task finished: {', '.join(files)}", file=sys.stderr)
+    for task_id, error in summary.failed.items():
+        print(f"  {task_id}: FAILED: {error} (run again to redo it)", file=sys.stderr)
+    errors = [t for t in summary.finished if summary.results[t].get("stop_reason") == "client_error"]
+    if errors:
+        print(f"  {len(errors)} task(s) ended with a client error: {', '.join(errors)} (--retry-errors redoes them)")
+    print(f"summary: {summary.out_dir / 'summary.json'}")
+    return 1 if summary.failed else 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# score
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _scripted_yes(request: Any) -> str:
+    """Answers every VQA question yes and every pairwise question ``1`` (a smoke-test judge)."""
+    from brick_gym.rewards.vlm import yes_to_all
+
+    return "1" if len(request.images) == 2 else yes_to_all(request)
+
+
+def make_judge(spec: str) -> Any:
+    """A judge backend from ``scripted-yes``, ``openai:MODEL@URL`` or ``transformers:PATH_OR_ID``; ValueError else."""
+    from brick_gym.rewards import vlm
+
+    kind, _, rest = spec.partition(":")
+    if spec == "scripted-yes":
+        return vlm.ScriptedJudge(_scripted_yes, model="scripted-yes")
+    if kind == "openai" and rest:
+        model, _, url = rest.partition("@")
+        if not model:
+            raise ValueError(f"judge {spec!r}: expected openai:MODEL@URL")
+        return vlm.OpenAIChatJudge(base_url=url or None, model=model)
+    if kind == "transformers" and rest:
+        revision = vlm.PAPER_JUDGE_REVISION if rest == vlm.PAPER_JUDGE_MODEL else None
+        return vlm.TransformersJudge(rest, revision)
+    raise ValueError(f"unknown judge {spec!r}; use scripted-yes, openai:MODEL@URL or transformers:PATH")
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    """Score run folders (one per system): validity, VQA, pairwise judgments, ELO; write the score folder."""
+    from brick_gym.rewards.vqa import TaskFileError
+
+    from .runner import BenchError, normalise_setting
+    from .scoring import format_markdown, score
+
+    try:
+        setting = normalise_setting(args.setting)
+        judge = make_judge(args.judge)
+    except ValueError as exc:
+        return _fail(str(exc))
+    core = [c.strip() for c in args.core.split(",") if c.strip()] if args.core else None
+    if args.boot < 0:
+        return _fail(f"--boot must be >= 0, got {args.boot}")
+    args.setting = setting
+    try:
+        board = score(
+            args.run_dirs,
+            _tasks_path(args),
+            judge,
+            args.out,
+            setting=setting,
+            core=core,
+            boot=args.boot,
+            cache=args.cache,
+            inventory=args.inventory,
+            image_size=args.image_size,
+            recheck=args.recheck,
+        )
+    except TaskFileError as exc:
+        return _fail(f"malformed task file: {exc}")
+    except (BenchError, FileNotFoundError, ValueError) as exc:
+        return _fail(str(exc))
+    except ImportError as exc:
+        return _fail(f"judge {args.judge!r} needs an optional dependency: {exc}")
+    except OSError as exc:
+        return _fail(f"{exc.filename or ''}: {exc.strerror or exc}")
+    print(format_markdown(board))
+    print(f"wrote {board.out}/scores.json, leaderboard.md, leaderboard.png, align.jsonl, design.jsonl, vqa.jsonl")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# elo
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def cmd_elo(args: argparse.Namespace) -> int:
+    """Print the ELO leaderboard from a score folder's ``align.jsonl`` and ``design.jsonl``."""
+    from .elo import JudgmentFileError, format_table, leaderboard, load_judgments
+
+    folder = Path(args.score_dir)
+    judgments = []
+    for name in ("align.jsonl", "design.jsonl"):
+        path = folder / name
+        try:
+            judgments.append(load_judgments(path))
+        except JudgmentFileError as exc:
+            return _fail(str(exc))
+        except UnicodeDecodeError as exc:
+            return _fail(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+        except OSError as exc:
+            return _fail(f"{path}: {exc.strerror or exc}")
+    if not judgments[0] or not judgments[1]:
+        return _fail(f"{folder}: no pairwise judgments (ELO needs runs of at least two systems)")
+    core = [c.strip() for c in args.core.split(",") if c.strip()] if args.core else None
+    if args.boot < 0:
+        return _fail(f"--boot must be >= 0, got {args.boot}")
+    try:
+        board = leaderboard(judgments[0], judgments[1], core=core, boot=args.boot, seed=args.seed)
+    except ValueError as exc:
+        return _fail(str(exc))
+    if args.json:
+        import math
+
+        out = {s: {k: (v if math.isfinite(v) else None) for k, v in row.items()} for s, row in board.items()}
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_table(board))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# submit / verify
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    """Zip a run folder as a BrickBench submission and check it against the rules."""
+    from .runner import BenchError, load_bench_tasks
+    from .submission import SubmissionError, build_submission, check_submission
+
+    expected = None
+    if args.tasks:
+        try:
+            expected = [t["id"] for path in args.tasks for t in load_bench_tasks(path)]
+        except BenchError as exc:
+            return _fail(str(exc))
+    try:
+        path = build_submission(args.run_dirs, args.out, prefer=args.prefer)
+    except SubmissionError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"{exc.filename or args.out}: {exc.strerror or exc}")
+    problems = check_submission(path, expected)
+    size = path.stat().st_size
+    if problems:
+        print(f"{path} ({size:,} bytes) breaks the submission rules:")
+        for p in problems:
+            print(f"  - {p}")
+        return 1
+    print(f"{path} ({size:,} bytes): ok")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Re-check ``FOLDER/<task>/model.mpd`` for every task; write ``FOLDER/verification.json``."""
+    from .runner import BenchError, load_bench_tasks
+    from .submission import verify
+
+    expected = None
+    try:
+        if args.tasks:
+            expected = [t["id"] for t in load_bench_tasks(args.tasks)]
+        result = verify(
+            args.folder, args.setting, args.inventory, expected_ids=expected, stability=not args.no_stability
+        )
+    except (BenchError, ValueError, FileNotFoundError) as exc:
+        return _fail(str(exc))
+    summary = result["summary"]
+    if summary["tasks"] == 0:
+        return _fail(f"{args.folder}: no task folders (<task-id>/model.mpd) found")
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for task_id, report in result["tasks"].items():
+            verdict = "valid" if report["valid"] else "INVALID"
+            print(f"{task_id}: {verdict} ({report.get('pieces', 0)} pieces)")
+            for issue in report["issues"]:
+                print(f"  [{issue['kind']}] {issue['message']}")
+        for task_id in result["missing"]:
+            print(f"{task_id}: MISSING (counts as invalid)")
+        print(
+            f"{summary['valid']}/{summary['tasks']} valid ({summary['valid_fraction']:.3f}); "
+            f"wrote {Path(args.folder) / 'verification.json'}"
+        )
+    return 0 if summary["invalid"] == 0 else 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parser
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _add_subcommands(sub: Any) -> None:
+    p = sub.add_parser("run", help="run an agent on a task file (resumable; one folder per task)")
+    p.add_argument("--tasks", help="BrickBench tasks.json (default: the project's benchmark/<setting>/tasks.json)")
+    p.add_argument("--setting", required=True, help="model, set or alt-build")
+    p.add_argument(
+        "--inventory",
+        help="alt-build inventory (BRICKAGENT_SET format); default $BRICKAGENT_SET, else the project's small "
+        "benchmark/alt-build/inventory.json. Official Alt-Build runs use set 10698's inventory.",
+    )
+    p.add_argument("--agent", required=True, help="heuristic, scripted:PATH, openai:MODEL@URL, anthropic:MODEL, ...")
+    p.add_argument("--name", help="folder name of the agent (default: derived from --agent)")
+    p.add_argument("--out", required=True, help="output folder, one per setting (tasks go to OUT/<agent>/<task-id>/)")
+    p.add_argument("--limit", type=int, help="only the first N tasks")
+    p.add_argument("--jobs", type=int, default=1, help="episodes in parallel (worker processes; default 1)")
+    p.add_argument("--max-turns", type=int, help="turn budget per episode (default: the adapter's)")
+    p.add_argument("--no-render", action="store_true", help="do not render views after each episode")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--retry-errors", action="store_true", help="redo finished tasks whose episode ended with a client error"
+    )
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("score", help="score run folders: validity, VQA, pairwise judge, ELO")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="one run folder per system (OUT/<agent>)")
+    p.add_argument("--tasks", help="BrickBench tasks.json (default: the project's for --setting)")
+    p.add_argument("--setting", required=True, help="model, set or alt-build")
+    p.add_argument("--judge", required=True, help="scripted-yes, openai:MODEL@URL or transformers:PATH_OR_ID")
+    p.add_argument("--cache", help="persistent JSONL judge cache (re-scoring asks only what is new)")
+    p.add_argument("--out", required=True, help="score folder")
+    p.add_argument("--core", help="comma-separated core systems (fitted first, mean 1000); default: all")
+    p.add_argument("--boot", type=int, default=1000, help="bootstrap draws over tasks (default 1000)")
+    p.add_argument("--inventory", help="alt-build inventory, for models that must be re-checked")
+    p.add_argument("--image-size", type=int, default=1024, help="view and tile size in pixels (default 1024)")
+    p.add_argument("--recheck", action="store_true", help="re-check every model instead of reading verification.json")
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("elo", help="print the ELO leaderboard of a score folder")
+    p.add_argument("score_dir", help="folder written by `bench score` (align.jsonl, design.jsonl)")
+    p.add_argument("--core", help="comma-separated core systems; default: all")
+    p.add_argument("--boot", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_elo)
+
+    p = sub.add_parser("submit", help="zip a run folder as a BrickBench submission and check it")
+    p.add_argument(
+        "run_dirs", nargs="+", metavar="RUN_DIR", help="run folder(s) with <task-id>/model.mpd (and/or build.py)"
+    )
+    p.add_argument("--out", required=True, help="the zip to write")
+    p.add_argument("--prefer", choices=("mpd", "py", "both"), default="mpd", help="which file per task (default mpd)")
+    p.add_argument("--tasks", action="append", help="task file (repeatable): report its task ids missing from the zip")
+    p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser("verify", help="re-check every <task>/model.mpd of a folder; write verification.json")
+    p.add_argument("folder")
+    p.add_argument("--setting", required=True, help="model, set, alt-build (or free)")
+    p.add_argument("--inventory", help="alt-build inventory (default $BRICKAGENT_SET, else the project's)")
+    p.add_argument("--tasks", help="task file: tasks without a folder count as invalid")
+    p.add_argument("--no-stability", action="store_true", help="skip the physics test")
+    p.add_argument("--json", action="store_true", help="print verification.json")
+    p.set_defaults(func=cmd_verify)
+
+
+def add_bench_commands(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``bench`` (with run, score, elo, submit, verify) on a ``brick-gym`` subparsers object."""
+    parser = subparsers.add_parser("bench", help="BrickBench: run agents, score, ELO, submissions, verify")
+    sub = parser.add_subparsers(dest="bench_command", required=True)
+    _add_subcommands(sub)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """A stand-alone parser for ``python -m brick_gym.bench.cli``."""
+    parser = argparse.ArgumentParser(prog="brick-gym bench", description=__doc__)
+    sub = parser.add_subparsers(dest="bench_command", required=True)
+    _add_subcommands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m brick_gym.bench.cli``."""
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,570 @@
+"""Run an agent over a BrickBench task file: one folder per task, worker processes, resumable.
+
+Layout of a run (``out_dir`` given by the user)::
+
+    out_dir/<agent>/summary.json             written at the end of every run (all tasks of the file so far)
+    out_dir/<agent>/<task-id>/model.mpd      the delivered model          } written by the episode adapter
+    out_dir/<agent>/<task-id>/transcript.jsonl                            }
+    out_dir/<agent>/<task-id>/verification.json  the full validity report }
+    out_dir/<agent>/<task-id>/views/         rendered views (unless rendering is off)
+    out_dir/<agent>/<task-id>/done.json      completion marker, written LAST
+
+Resuming. ``done.json`` is written only after the episode returned and every other file of the folder is on
+disk; it is written to a temporary file and moved into place with ``os.replace``, so it either exists complete
+or not at all, and it records the sha256 of every file in the folder. A task whose folder holds a readable
+marker for that task is skipped and never touched (its files are hashed and compared; a mismatch is reported,
+not "repaired"). A task folder without a marker (the runner was killed mid-episode, or the episode raised) is
+renamed to ``<task-id>.partial-<n>`` (kept for inspection) and the task is run again in a fresh folder. So
+killing a run at any moment and starting it again gives, for every task finished before the kill, byte-for-byte
+the same files, and for every other task a complete fresh episode.
+
+Only the runner process writes markers. Workers (``jobs > 1``; spawned, each building its own clients from the
+agent spec) only run episodes; on Linux they are tied to the runner with ``PR_SET_PDEATHSIG`` so that a
+killed runner leaves no episode running in the background to write into a folder the next run moves aside.
+``jobs=1`` runs episodes in the runner process itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BENCHMARK_DIR",
+    "DONE_FILE",
+    "SETTINGS",
+    "BenchError",
+    "RunSummary",
+    "agent_name",
+    "default_inventory",
+    "default_tasks",
+    "is_done",
+    "load_bench_tasks",
+    "read_marker",
+    "run",
+]
+
+#: The project's task suite (``benchmark/<setting>/tasks.json``) in a source checkout.
+BENCHMARK_DIR: Path = Path(__file__).resolve().parents[2] / "benchmark"
+#: Settings a benchmark run can use.
+SETTINGS: tuple[str, ...] = ("model", "set", "alt-build")
+#: Name of the completion marker in each task folder.
+DONE_FILE: str = "done.json"
+#: Name of the run summary in the agent folder.
+SUMMARY_FILE: str = "summary.json"
+_MARKER_VERSION = 1
+
+
+class BenchError(ValueError):
+    """Unusable input to a benchmark command (task file, inventory, agent spec, folder); the message says which."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def normalise_setting(setting: str) -> str:
+    """``model``, ``set`` or ``alt-build`` (``altbuild``/``alt_build`` accepted); BenchError otherwise."""
+    key = str(setting).strip().lower().replace("_", "-")
+    key = "alt-build" if key == "altbuild" else key
+    if key not in SETTINGS:
+        raise BenchError(f"unknown setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+    return key
+
+
+def default_tasks(setting: str) -> Path:
+    """The project's task file for a setting (``benchmark/<setting>/tasks.json``)."""
+    return BENCHMARK_DIR / normalise_setting(setting) / "tasks.json"
+
+
+def default_inventory() -> Path:
+    """The project's own small Alt-Build inventory. Official Alt-Build runs pass set 10698's inventory instead."""
+    return BENCHMARK_DIR / "alt-build" / "inventory.json"
+
+
+def load_bench_tasks(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Validated tasks of a BrickBench task file, as ``{"id", "prompt", "questions"}`` dicts in file order.
+
+    Validation is :func:`brick_gym.rewards.vqa.load_tasks` with lenient graphs (BrickBench's scoring: a cycle or
+    an unknown dependency only fails the questions involved); any other defect raises :class:`BenchError`
+    naming the file, the task id and the field.
+    """
+    from brick_gym.rewards.vqa import TaskFileError, load_tasks
+
+    p = Path(path)
+    try:
+        load_tasks(p, strict=False)
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except TaskFileError as exc:
+        raise BenchError(f"malformed task file: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BenchError(f"{p}: task file is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise BenchError(f"{p}: cannot read task file: {exc.strerror or exc}") from None
+    return [{"id": t["id"], "prompt": t["prompt"], "questions": t["questions"]} for t in data]
+
+
+def resolve_inventory(setting: str, inventory: str | os.PathLike[str] | None) -> Path | None:
+    """The inventory file a run uses, validated: the one given; else, for alt-build, ``$BRICKAGENT_SET`` (BrickAgent's
+    variable) when set, else the project's small inventory; else none."""
+    from brick_gym.rules import INVENTORY_ENV, Inventory, InventoryError
+
+    if inventory is None:
+        if setting != "alt-build":
+            return None
+        inventory = os.environ.get(INVENTORY_ENV) or default_inventory()
+        if not Path(inventory).is_file():
+            raise BenchError(f"alt-build needs an inventory: pass --inventory FILE ({inventory} not found)")
+    path = Path(inventory)
+    try:
+        Inventory.load(path)
+    except InventoryError as exc:
+        raise BenchError(f"unusable inventory: {exc}") from None
+    return path
+
+
+def agent_name(spec: str) -> str:
+    """Folder name of an agent spec: ``heuristic``, ``openai:gpt-4o@URL`` → ``openai-gpt-4o``, paths → file stem."""
+    kind, _, rest = spec.partition(":")
+    rest = rest.split("@", 1)[0]
+    if "/" in rest or os.sep in rest:
+        rest = Path(rest.rstrip("/" + os.sep)).name
+    if kind == "scripted" and rest:
+        rest = Path(rest).stem
+    name = f"{kind}-{rest}" if rest else kind
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+    return name or "agent"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Markers
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _hash_files(folder: Path) -> dict[str, str]:
+    """sha256 of every file under ``folder`` (relative POSIX paths, sorted), the marker excluded."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.name != DONE_FILE and not p.name.startswith(f".{DONE_FILE}"):
+            out[p.relative_to(folder).as_posix()] = _sha256(p)
+    return out
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write(json.dumps(data, indent=2, default=str) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_marker(task_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The task folder's ``done.json`` when it is a complete marker for that task, else None."""
+    folder = Path(task_dir)
+    try:
+        data = json.loads((folder / DONE_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("task_id") != folder.name or not isinstance(data.get("files"), dict):
+        return None
+    return data
+
+
+def is_done(task_dir: str | os.PathLike[str]) -> bool:
+    """Whether a task folder holds a complete completion marker."""
+    return read_marker(task_dir) is not None
+
+
+def _changed_files(task_dir: Path, marker: dict[str, Any]) -> list[str]:
+    """Files of a finished task that no longer match their recorded hash (or vanished)."""
+    changed = []
+    for rel, digest in marker["files"].items():
+        p = task_dir / rel
+        if not p.is_file() or _sha256(p) != digest:
+            changed.append(rel)
+    return changed
+
+
+def _move_aside(task_dir: Path) -> Path:
+    n = 1
+    while (target := task_dir.with_name(f"{task_dir.name}.partial-{n}")).exists():
+        n += 1
+    os.rename(task_dir, target)
+    return target
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Episodes (run in the runner process for jobs=1, in spawned workers otherwise)
+# ---------------------------------------------------------------------------------------------------------------
+
+_CLIENTS: dict[str, Any] = {}
+_REUSABLE_CLIENTS = frozenset({"transformers"})
+_PARENT_PID: int | None = None
+
+
+def _adapter() -> Any:
+    """The episode adapter module (imported late: it pulls in the agent clients)."""
+    from brick_gym.agents import adapter
+
+    return adapter
+
+
+def _make_client(spec: str) -> Any:
+    from brick_gym.agents.clients import make_client
+
+    return make_client(spec)
+
+
+def _client(spec: str) -> Any:
+    """A client for one episode. Clients can carry state between conversations (a scripted client's position in
+    its script, a heuristic's plan), so each episode gets a fresh one, except local transformers models, which are
+    loaded once per worker process and reused (they keep no conversation state)."""
+    if spec.split(":", 1)[0].strip().lower() not in _REUSABLE_CLIENTS:
+        return _make_client(spec)
+    if spec not in _CLIENTS:
+        _CLIENTS[spec] = _make_client(spec)
+    return _CLIENTS[spec]
+
+
+def _init_worker(parent_pid: int) -> None:
+    """Worker start-up: die with the runner (Linux), so a killed run leaves no episode writing in the background."""
+    global _PARENT_PID
+    _PARENT_PID = parent_pid
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            pr_set_pdeathsig = 1
+            libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - exotic libc
+            pass
+    if os.getppid() != parent_pid:  # the runner died before prctl took effect
+        os._exit(1)
+
+
+def _result_dict(result: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        data = dataclasses.asdict(result)
+    elif isinstance(result, dict):
+        data = dict(result)
+    else:
+        data = dict(vars(result))
+    data.pop("report", None)  # the full report lives in verification.json
+    data["files"] = {str(k): str(v) for k, v in (data.get("files") or {}).items()}
+    return json.loads(json.dumps(data, default=str))
+
+
+def _episode(task: dict[str, Any], spec: str, task_dir: str, config: Any) -> dict[str, Any]:
+    """Run one episode into ``task_dir``; returns ``{"ok": True, "result": {...}}`` or the error."""
+    start = time.perf_counter()
+    try:
+        Path(task_dir).mkdir(parents=True, exist_ok=True)
+        adapter = _adapter()
+        bench_task = adapter.BenchTask(id=task["id"], prompt=task["prompt"], questions=task["questions"])
+        result = adapter.run_episode(bench_task, _client(spec), Path(task_dir), config)
+        return {"ok": True, "result": _result_dict(result), "wall_s": time.perf_counter() - start}
+    except Exception as exc:
+        tb = traceback.format_exc()
+        with contextlib.suppress(OSError):
+            (Path(task_dir) / "error.txt").write_text(tb, encoding="utf-8")
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "wall_s": time.perf_counter() - start}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunSummary:
+    """What a run did and where everything is. ``results`` holds the marker of every finished task."""
+
+    agent: str
+    spec: str
+    setting: str
+    tasks_path: str
+    inventory: str | None
+    out_dir: Path
+    tasks: list[str]
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    moved_aside: dict[str, str] = field(default_factory=dict)
+    modified: dict[str, list[str]] = field(default_factory=dict)
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def finished(self) -> list[str]:
+        """Tasks with a completion marker, in task-file order."""
+        return [t for t in self.tasks if t in self.results]
+
+    @property
+    def valid(self) -> int:
+        """Finished tasks whose model is valid."""
+        return sum(1 for t in self.finished if self.results[t].get("valid"))
+
+    @property
+    def complete(self) -> bool:
+        """Every task of the run finished."""
+        return len(self.finished) == len(self.tasks)
+
+    def to_json(self) -> dict[str, Any]:
+        """The content of ``summary.json``."""
+        n = len(self.tasks)
+        per_task = {}
+        for t in self.tasks:
+            marker = self.results.get(t)
+            if marker is None:
+                per_task[t] = {"status": "failed" if t in self.failed else "not run", "error": self.failed.get(t)}
+                continue
+            per_task[t] = {
+                "status": "done",
+                **{
+                    k: marker.get(k)
+                    for k in ("valid", "pieces", "turns", "tool_calls", "tokens", "cost_usd", "stop_reason", "seconds")
+                },
+            }
+        costs = [m.get("cost_usd") for m in self.results.values()]
+        known = [c for c in costs if isinstance(c, int | float)]
+        pieces = [m.get("pieces") for m in self.results.values() if isinstance(m.get("pieces"), int)]
+        return {
+            "agent": self.agent,
+            "spec": self.spec,
+            "setting": self.setting,
+            "tasks_file": self.tasks_path,
+            "inventory": self.inventory,
+            "config": self.config,
+            "counts": {
+                "tasks": n,
+                "finished": len(self.finished),
+                "valid": self.valid,
+                "valid_fraction": self.valid / n if n else 0.0,
+                "ran_now": len(self.ran),
+                "skipped_done": len(self.skipped),
+                "failed_now": len(self.failed),
+            },
+            "mean_pieces": sum(pieces) / len(pieces) if pieces else None,
+            "cost_usd": sum(known) if known and len(known) == len(costs) else None,
+            "moved_aside": self.moved_aside,
+            "modified_after_finish": self.modified,
+            "seconds": round(self.seconds, 3),
+            "tasks": per_task,
+        }
+
+
+def _make_config(config: Any, setting: str, inventory: Path | None, adapter: Any) -> Any:
+    values = {"setting": setting, "inventory": None if inventory is None else str(inventory)}
+    if config is None:
+        return adapter.EpisodeConfig(**values)
+    return dataclasses.replace(config, **values)
+
+
+def _finish(task_dir: Path, task_id: str, outcome: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """Write the completion marker of a task whose episode returned; it goes last and atomically."""
+    result = outcome["result"]
+    marker = {
+        "version": _MARKER_VERSION,
+        "task_id": task_id,
+        **meta,
+        **{k: v for k, v in result.items() if k not in ("task_id", "files")},
+        "wall_seconds": round(outcome["wall_s"], 3),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "files": _hash_files(task_dir),
+    }
+    _write_json_atomic(task_dir / DONE_FILE, marker)
+    return marker
+
+
+class _Progress:
+    """A rich progress bar on stderr (or nothing)."""
+
+    def __init__(self, enabled: bool, total: int, label: str) -> None:
+        self._bar: Any = None
+        if not enabled or total == 0:
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[last]}"),
+            console=Console(stderr=True),
+        )
+        self._task = self._bar.add_task(label, total=total, last="")
+        self._bar.start()
+
+    def advance(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, last=text)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def run(
+    tasks_path: str | os.PathLike[str] | None,
+    setting: str,
+    agent_spec: str,
+    out_dir: str | os.PathLike[str],
+    *,
+    inventory: str | os.PathLike[str] | None = None,
+    limit: int | None = None,
+    jobs: int = 1,
+    config: Any = None,
+    progress: bool = True,
+    name: str | None = None,
+    retry_errors: bool = False,
+    on_task: Callable[[str, str], None] | None = None,
+) -> RunSummary:
+    """Run ``agent_spec`` on every task of ``tasks_path`` (default: the project's tasks of ``setting``).
+
+    Tasks go to ``out_dir/<name>/<task-id>/`` (``name`` defaults to :func:`agent_name` of the spec). Finished
+    tasks (complete ``done.json``) are skipped untouched; unfinished folders are moved aside and redone (see the
+    module docstring). ``limit`` takes the first N tasks; ``jobs`` worker processes run episodes in parallel;
+    ``config`` is an ``EpisodeConfig`` whose setting and inventory are overridden by the arguments. Alt-build
+    uses ``inventory``, else ``$BRICKAGENT_SET``, else the project's small inventory (official runs: set 10698's).
+
+    An episode that raises is recorded in ``failed`` (with ``error.txt`` in its folder) and redone by the next
+    run. An episode whose client failed (``stop_reason == "client_error"``: endpoint down, rate limit...) still
+    delivers its model and is finished, as BrickBench counts it; ``retry_errors=True`` moves such tasks aside
+    and runs them again. ``on_task(task_id, status)`` is called as each task ends.
+
+    ``summary.json`` is written to the agent folder at the end. Raises :class:`BenchError` for unusable input:
+    malformed task file, unreadable inventory, unknown agent spec, bad ``limit``/``jobs``.
+    """
+    started = time.perf_counter()
+    setting = normalise_setting(setting)
+    if jobs < 1:
+        raise BenchError(f"jobs must be at least 1, got {jobs}")
+    if limit is not None and limit < 0:
+        raise BenchError(f"limit must be >= 0, got {limit}")
+    tasks_file = Path(tasks_path) if tasks_path is not None else default_tasks(setting)
+    tasks = load_bench_tasks(tasks_file)
+    if limit is not None:
+        tasks = tasks[:limit]
+    inv = resolve_inventory(setting, inventory)
+    try:
+        _make_client(agent_spec)  # validates the spec up front, with a clear message (builds are lazy and cheap)
+    except ImportError as exc:
+        raise BenchError(f"agent {agent_spec!r} needs an optional dependency: {exc}") from None
+    except (ValueError, KeyError, OSError) as exc:
+        raise BenchError(f"unusable agent spec {agent_spec!r}: {exc}") from None
+    adapter = _adapter()
+    cfg = _make_config(config, setting, inv, adapter)
+
+    agent = name or agent_name(agent_spec)
+    root = Path(out_dir) / agent
+    root.mkdir(parents=True, exist_ok=True)
+    summary = RunSummary(
+        agent=agent,
+        spec=agent_spec,
+        setting=setting,
+        tasks_path=str(tasks_file),
+        inventory=None if inv is None else str(inv),
+        out_dir=root,
+        tasks=[t["id"] for t in tasks],
+        config=json.loads(json.dumps(dataclasses.asdict(cfg), default=str)) if dataclasses.is_dataclass(cfg) else {},
+    )
+    meta = {"agent": agent, "spec": agent_spec, "setting": setting, "inventory": summary.inventory}
+
+    todo: list[dict[str, Any]] = []
+    for task in tasks:
+        task_dir = root / task["id"]
+        marker = read_marker(task_dir)
+        if marker is not None and retry_errors and marker.get("stop_reason") == "client_error":
+            marker = None  # asked for: the folder is moved aside below and the episode redone
+        if marker is not None:
+            summary.skipped.append(task["id"])
+            summary.results[task["id"]] = marker
+            changed = _changed_files(task_dir, marker)
+            if changed:
+                summary.modified[task["id"]] = changed
+            continue
+        if task_dir.exists():
+            summary.moved_aside[task["id"]] = _move_aside(task_dir).name
+        todo.append(task)  # its folder is made when its episode starts: a killed run leaves only started ones
+
+    bar = _Progress(progress, len(todo), f"{agent} · {setting}")
+
+    def record(task: dict[str, Any], outcome: dict[str, Any]) -> None:
+        task_id = task["id"]
+        if outcome["ok"]:
+            summary.results[task_id] = _finish(root / task_id, task_id, outcome, meta)
+            summary.ran.append(task_id)
+            status = "valid" if summary.results[task_id].get("valid") else "invalid"
+        else:
+            summary.failed[task_id] = outcome["error"]
+            status = "failed"
+        bar.advance(f"{task_id}: {status}")
+        if on_task is not None:
+            on_task(task_id, status)
+
+    try:
+        if jobs == 1 or len(todo) <= 1:
+            for task in todo:
+                record(task, _episode(task, agent_spec, str(root / task["id"]), cfg))
+        else:
+            _run_pool(todo, agent_spec, root, cfg, jobs, record)
+    finally:
+        bar.close()
+        summary.seconds = time.perf_counter() - started
+        _write_json_atomic(root / SUMMARY_FILE, summary.to_json())
+    return summary
+
+
+def _run_pool(
+    todo: Sequence[dict[str, Any]],
+    spec: str,
+    root: Path,
+    cfg: Any,
+    jobs: int,
+    record: Callable[[dict[str, Any], dict[str, Any]], None],
+) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process holding threads, GL contexts or locks
+    with ProcessPoolExecutor(
+        max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
+    ) as pool:
+        futures = {pool.submit(_episode, task, spec, str(root / task["id"]), cfg): task for task in todo}
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                outcome = future.result()
+            except BrokenProcessPool as exc:
+                outcome = {"ok": False, "error": f"worker process died: {exc}", "wall_s": 0.0}
+            record(task, outcome)

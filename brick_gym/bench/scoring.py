@@ -1,0 +1,641 @@
+"""Score benchmark runs: validity, dependency-gated VQA, pairwise align/design judgments and ELO, as BrickBench.
+
+Input: one run folder per system (``<folder>/<task-id>/model.mpd`` [+ ``verification.json``, ``views/``], as the
+runner writes them; any tool's folder of ``<task-id>/model.mpd`` works), the task file and a judge backend.
+
+How each case scores (per system, over every task of the task file):
+
+* **missing** (no ``model.mpd``) and **invalid** (the BrickBench check fails) tasks score 0 VQA, count in the
+  denominator of every mean, and are listed by name. Validity comes from the task's ``verification.json`` when
+  it holds a boolean ``valid`` (what the runner wrote); otherwise the model is checked here, exactly as
+  ``brick-gym check`` would (``recheck=True`` checks every model).
+* **VQA**: one request per valid assembly (its 8 views, then the question prompt). A reply that does not parse
+  (some answer line missing) is asked again up to :data:`RETRIES` times; still unparsed, the task scores 0 and
+  is listed under ``unparsed``. Views come from the run's ``views/`` when all 8 are there at ``image_size``
+  (BrickBench: 1024²), else they are rendered at that size into ``<out>/views/<system>/<task>/`` once (the run
+  folders are never written to).
+* **Pairwise**: for every task and every pair of systems, both questions (align: prompt given; design: prompt
+  withheld) in both presentation orders, each build shown as its first 4 views tiled in a row. When only one of
+  the two builds is valid it wins both presentations without asking the judge (an invalid assembly scores 0);
+  when neither is, the pair is not compared on that task. Unparsed replies are retried like VQA, then left out
+  (listed under ``unparsed_pairwise``).
+* **ELO**: Bradley–Terry with BrickBench's virtual tie, core systems first, task bootstrap
+  (:func:`brick_gym.bench.elo.leaderboard`). With one system there is nothing to compare; ELO is skipped with a
+  note.
+
+Writes ``scores.json``, ``vqa.jsonl``, ``align.jsonl`` and ``design.jsonl`` (ELO judgment records, with the raw
+reply beside each), ``leaderboard.md`` and ``leaderboard.png``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "RETRIES",
+    "Leaderboard",
+    "SystemScore",
+    "format_markdown",
+    "load_views",
+    "score",
+]
+
+#: Times an unparsed reply is asked again before it is given up on.
+RETRIES: int = 2
+_NO_ELO_NOTE = "ELO needs at least two systems: pairwise judging and ELO skipped."
+
+
+@dataclass
+class SystemScore:
+    """One system's numbers over the task file (fractions over all tasks; ELO fields filled when computed)."""
+
+    name: str
+    run_dir: str
+    tasks: int
+    valid: int = 0
+    missing: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    unparsed: list[str] = field(default_factory=list)
+    vqa: float = 0.0
+    vqa_flat: float = 0.0
+    mean_pieces: float | None = None
+    cost_usd: float | None = None
+    per_task: dict[str, dict[str, Any]] = field(default_factory=dict)
+    elo: dict[str, float] | None = None
+
+    @property
+    def valid_fraction(self) -> float:
+        """Valid assemblies over all tasks (missing ones count as invalid)."""
+        return self.valid / self.tasks if self.tasks else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_dir": self.run_dir,
+            "tasks": self.tasks,
+            "valid": self.valid,
+            "valid_fraction": self.valid_fraction,
+            "vqa": self.vqa,
+            "vqa_flat": self.vqa_flat,
+            "missing": self.missing,
+            "invalid": self.invalid,
+            "unparsed": self.unparsed,
+            "mean_pieces": self.mean_pieces,
+            "cost_usd_per_task": self.cost_usd,
+            "elo": self.elo,
+            "per_task": self.per_task,
+        }
+
+
+@dataclass
+class Leaderboard:
+    """The scores of every system, the ELO board (None with fewer than two systems) and the files written."""
+
+    setting: str
+    systems: dict[str, SystemScore]
+    elo: dict[str, dict[str, float]] | None
+    notes: list[str]
+    out: Path
+    judge: dict[str, Any]
+    pairwise: dict[str, Any]
+
+    def ranked(self) -> list[SystemScore]:
+        """Systems best first: by combined ELO when there is one, else by VQA, then validity."""
+
+        def key(s: SystemScore) -> tuple[float, float, float, str]:
+            elo = s.elo["elo"] if s.elo and math.isfinite(s.elo["elo"]) else -math.inf
+            return (-elo, -s.vqa, -s.valid_fraction, s.name)
+
+        return sorted(self.systems.values(), key=key)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "setting": self.setting,
+            "judge": self.judge,
+            "systems": {s.name: s.to_json() for s in self.ranked()},
+            "elo": self.elo,
+            "pairwise": self.pairwise,
+            "notes": self.notes,
+        }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _tasks(tasks: Any) -> list[Any]:
+    from brick_gym.rewards.vqa import VQATask, load_tasks, parse_tasks
+
+    if isinstance(tasks, str | os.PathLike):
+        return load_tasks(tasks, strict=False)
+    tasks = list(tasks)
+    if all(isinstance(t, VQATask) for t in tasks):
+        return tasks
+    return parse_tasks(tasks, strict=False)
+
+
+def _system_names(run_dirs: Sequence[Path], names: Sequence[str] | None) -> list[str]:
+    if names is not None:
+        if len(names) != len(run_dirs) or len(set(names)) != len(names):
+            raise ValueError("names must give one distinct name per run folder")
+        return list(names)
+    out = [p.name for p in run_dirs]
+    if len(set(out)) != len(out):  # e.g. two runs of the same agent: qualify by the parent folder
+        out = [f"{p.parent.name}/{p.name}" for p in run_dirs]
+    if len(set(out)) != len(out):
+        raise ValueError(f"run folders give duplicate system names {out}; pass names=")
+    return out
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _first_int(*values: Any) -> int | None:
+    return next((v for v in values if isinstance(v, int) and not isinstance(v, bool)), None)
+
+
+def load_views(folder: Path, count: int = 8) -> list[np.ndarray] | None:
+    """The first ``count`` fixed views (``view_<i>_<name>.png``) of a folder as RGB uint8 arrays; None if any lacks."""
+    from PIL import Image
+
+    from brick_gym.render import VIEW_NAMES
+
+    paths = [folder / f"view_{i}_{name}.png" for i, name in enumerate(VIEW_NAMES[:count])]
+    if not all(p.is_file() for p in paths):
+        return None
+    out = []
+    for p in paths:
+        with Image.open(p) as img:
+            out.append(np.asarray(img.convert("RGB"), dtype=np.uint8))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Judge calls with retries
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _ask(judge: Any, requests: Sequence[Any], parse: Callable[[str], Any]) -> list[tuple[str | None, Any, int]]:
+    """(last reply text, parsed value or None, attempts) per request; unparsed ones asked up to RETRIES more times."""
+    from brick_gym.rewards.vlm import CachedJudge
+
+    if not requests:
+        return []
+    texts: list[str | None] = [r.text for r in judge.judge(list(requests))]
+    parsed = [parse(t) if t is not None else None for t in texts]
+    attempts = [1] * len(requests)
+    for _ in range(RETRIES):
+        pending = [i for i, p in enumerate(parsed) if p is None]
+        if not pending:
+            break
+        batch = [requests[i] for i in pending]
+        if isinstance(judge, CachedJudge):  # a cached unparsed reply must be asked again, not served again
+            replies = judge.judge(batch, refresh=lambda req, rep: parse(rep.text) is None)
+        else:
+            replies = judge.judge(batch)
+        for i, reply in zip(pending, replies, strict=True):
+            texts[i], parsed[i] = reply.text, parse(reply.text)
+            attempts[i] += 1
+    return list(zip(texts, parsed, attempts, strict=True))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scoring
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    """One system's build for one task."""
+
+    status: str  # "valid", "invalid" or "missing"
+    model: Path
+    pieces: int | None = None
+    cost: float | None = None
+    issues: int = 0
+    source: str = ""
+
+
+class _Scorer:
+    def __init__(
+        self,
+        systems: list[str],
+        run_dirs: list[Path],
+        setting: str,
+        inventory: Any,
+        judge: Any,
+        out: Path,
+        image_size: int,
+        recheck: bool,
+    ) -> None:
+        self.systems = systems
+        self.dirs = dict(zip(systems, run_dirs, strict=True))
+        self.setting = setting
+        self.inventory = inventory
+        self.judge = judge
+        self.out = out
+        self.image_size = image_size
+        self.recheck = recheck
+        self._rules: Any = None
+
+    def rules(self) -> Any:
+        if self._rules is None:
+            from brick_gym.bench.runner import resolve_inventory
+            from brick_gym.rules import Rules
+
+            self._rules = Rules.for_setting(self.setting, resolve_inventory(self.setting, self.inventory))
+        return self._rules
+
+    def entry(self, system: str, task_id: str) -> _Entry:
+        from brick_gym.bench.submission import check_model_file
+
+        folder = self.dirs[system] / task_id
+        model = folder / "model.mpd"
+        if not model.is_file():
+            return _Entry("missing", model)
+        done = _read_json(folder / "done.json") or {}
+        verification = _read_json(folder / "verification.json") or {}
+        report: dict[str, Any] | None = None
+        if not self.recheck and isinstance(verification.get("valid"), bool):
+            report, source = verification, "verification.json"
+        else:
+            report, source = check_model_file(model, self.rules()), "checked"
+        pieces = _first_int(report.get("pieces"), (report.get("report") or {}).get("pieces"), done.get("pieces"))
+        episode = verification.get("episode") or {}
+        cost = next(
+            (c for c in (done.get("cost_usd"), episode.get("cost_usd"), verification.get("cost_usd")) if c is not None),
+            None,
+        )
+        return _Entry(
+            "valid" if report["valid"] else "invalid",
+            model,
+            pieces=pieces,
+            cost=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+            issues=len(report.get("issues") or []),
+            source=source,
+        )
+
+    def views(self, system: str, task_id: str, model: Path) -> list[np.ndarray]:
+        """The 8 views of a build at ``image_size``: the run's own when they have that size, else earlier renders
+        in the score folder, else rendered now (into the score folder; run folders are never written)."""
+        from brick_gym.modelfile import load
+        from brick_gym.render import RenderSettings, save_views
+
+        def right_size(images: list[np.ndarray] | None) -> bool:
+            return images is not None and all(v.shape[:2] == (self.image_size, self.image_size) for v in images)
+
+        own = load_views(self.dirs[system] / task_id / "views")
+        if right_size(own):
+            assert own is not None
+            return own
+        folder = self.out / "views" / system.replace("/", "__") / task_id
+        cached = load_views(folder)
+        if right_size(cached):
+            assert cached is not None
+            return cached
+        save_views(load(model).assembly, folder, RenderSettings(size=self.image_size, views=8))
+        rendered = load_views(folder)
+        assert rendered is not None
+        return rendered
+
+
+def _write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def score(
+    run_dirs: Sequence[str | os.PathLike[str]],
+    tasks: Any,
+    judge: Any,
+    out: str | os.PathLike[str],
+    *,
+    setting: str,
+    core: Sequence[str] | None = None,
+    boot: int = 1000,
+    cache: str | os.PathLike[str] | None = None,
+    inventory: str | os.PathLike[str] | None = None,
+    names: Sequence[str] | None = None,
+    image_size: int = 1024,
+    recheck: bool = False,
+    seed: int = 0,
+) -> Leaderboard:
+    """Score one run folder per system on ``tasks`` (a task-file path, or parsed tasks) with ``judge``.
+
+    See the module docstring for how missing, invalid and unparsed cases count. ``cache`` wraps the judge in a
+    persistent :class:`~brick_gym.rewards.vlm.CachedJudge` (re-scoring then asks only what is new or was
+    unparsed). ``core``: systems fitted first (default: all). ``inventory``: for re-checking alt-build models
+    (default: the project's). ``image_size``: side of rendered views and of each tile the pairwise judge sees
+    (BrickBench: 1024). Writes the files listed in the module docstring into ``out`` and returns the board.
+    """
+    from brick_gym.bench.elo import leaderboard as elo_leaderboard
+    from brick_gym.bench.runner import normalise_setting
+    from brick_gym.rewards.judge import parse_judge_reply, tile_views
+    from brick_gym.rewards.vlm import CachedJudge, judge_request, vqa_request
+    from brick_gym.rewards.vqa import parse_vqa_reply, score_vqa
+
+    setting = normalise_setting(setting)
+    task_list = _tasks(tasks)
+    dirs = [Path(d) for d in run_dirs]
+    if not dirs:
+        raise ValueError("score needs at least one run folder")
+    empty: list[Path] = []
+    for d in dirs:
+        if not d.is_dir():
+            raise FileNotFoundError(f"{d}: run folder not found")
+        if not any((d / t.id).is_dir() for t in task_list):
+            inner = sorted(p.name for p in d.iterdir() if p.is_dir() and any((p / t.id).is_dir() for t in task_list))
+            if inner:
+                raise ValueError(f"{d} holds agent folders ({', '.join(inner)}), not task folders: pass {d / inner[0]}")
+            empty.append(d)
+    systems = _system_names(dirs, names)
+    if core is not None:
+        unknown = sorted(set(core) - set(systems))
+        if unknown:
+            raise ValueError(f"core systems {unknown} are not among the scored systems {systems}")
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if cache is not None and not isinstance(judge, CachedJudge):
+        judge = CachedJudge(judge, cache)
+    scorer = _Scorer(systems, dirs, setting, inventory, judge, out_dir, image_size, recheck)
+
+    n = len(task_list)
+    scores = {s: SystemScore(s, str(d), n) for s, d in zip(systems, dirs, strict=True)}
+    gated_sum = dict.fromkeys(systems, 0.0)
+    flat_sum = dict.fromkeys(systems, 0.0)
+    vqa_records: list[dict[str, Any]] = []
+    align: list[dict[str, Any]] = []
+    design: list[dict[str, Any]] = []
+    unparsed_pairs: list[dict[str, Any]] = []
+    pair_counts = {"asked": 0, "auto_invalid": 0, "both_invalid_skipped": 0}
+    pieces: dict[str, list[int]] = {s: [] for s in systems}
+    costs: dict[str, list[float | None]] = {s: [] for s in systems}
+    compare = len(systems) >= 2
+
+    for task in task_list:
+        entries = {s: scorer.entry(s, task.id) for s in systems}
+        views: dict[str, list[np.ndarray]] = {}
+        for s, e in entries.items():
+            sc = scores[s]
+            sc.per_task[task.id] = {"status": e.status, "pieces": e.pieces, "validity_from": e.source or None}
+            if e.status == "missing":
+                sc.missing.append(task.id)
+                continue
+            costs[s].append(e.cost)
+            if e.pieces is not None:
+                pieces[s].append(e.pieces)
+            if e.status == "invalid":
+                sc.invalid.append(task.id)
+            else:
+                sc.valid += 1
+                views[s] = scorer.views(s, task.id, e.model)
+
+        # VQA: one request per valid build.
+        asked = list(views)
+        nq = len(task.graph)
+        requests = [vqa_request(views[s], task.prompt, task.graph) for s in asked]
+        for s, (text, answers, attempts) in zip(
+            asked, _ask(judge, requests, lambda t, nq=nq: parse_vqa_reply(t, nq)), strict=True
+        ):
+            row = scores[s].per_task[task.id]
+            record = {"system": s, "task": task.id, "reply": text, "attempts": attempts, "parsed": answers is not None}
+            if answers is None:
+                scores[s].unparsed.append(task.id)
+                row.update(vqa=0.0, vqa_flat=0.0, vqa_parsed=False)
+            else:
+                result = score_vqa(task.graph, answers)
+                gated_sum[s] += result.gated
+                flat_sum[s] += result.flat
+                row.update(vqa=result.gated, vqa_flat=result.flat, vqa_parsed=True)
+                record.update(gated=result.gated, flat=result.flat, passed=result.passed)
+            vqa_records.append(record)
+        for s, e in entries.items():
+            if e.status != "valid":
+                scores[s].per_task[task.id].update(vqa=0.0, vqa_flat=0.0)
+
+        if not compare:
+            continue
+        # Pairwise: every pair, both questions, both presentation orders.
+        tiles = {s: tile_views(v[:4], size=image_size) for s, v in views.items()}
+        pending: list[tuple[str, str, str, Any]] = []
+        for a, b in itertools.combinations(systems, 2):
+            if a in tiles and b in tiles:
+                for question, prompt in (("align", task.prompt), ("design", None)):
+                    for first, second in ((a, b), (b, a)):
+                        req = judge_request(tiles[first], tiles[second], question, prompt, size=image_size)
+                        pending.append((question, first, second, req))
+            elif a in tiles or b in tiles:
+                winner = a if a in tiles else b
+                loser = b if winner == a else a
+                for target in (align, design):
+                    for first, second in ((a, b), (b, a)):
+                        target.append(
+                            {
+                                "task": task.id,
+                                "first": first,
+                                "second": second,
+                                "winner": winner,
+                                "auto": f"{loser} is {entries[loser].status}",
+                            }
+                        )
+                pair_counts["auto_invalid"] += 4
+            else:
+                pair_counts["both_invalid_skipped"] += 1
+        answers = _ask(judge, [p[3] for p in pending], parse_judge_reply)
+        pair_counts["asked"] += len(pending)
+        for (question, first, second, _), (text, choice, attempts) in zip(pending, answers, strict=True):
+            if choice is None:
+                unparsed_pairs.append(
+                    {"task": task.id, "question": question, "first": first, "second": second, "reply": text}
+                )
+                continue
+            record = {
+                "task": task.id,
+                "first": first,
+                "second": second,
+                "winner": first if choice == 1 else second,
+                "reply": text,
+                "attempts": attempts,
+            }
+            (align if question == "align" else design).append(record)
+
+    for s in systems:
+        sc = scores[s]
+        sc.vqa = gated_sum[s] / n if n else 0.0
+        sc.vqa_flat = flat_sum[s] / n if n else 0.0
+        sc.mean_pieces = sum(pieces[s]) / len(pieces[s]) if pieces[s] else None
+        known = [c for c in costs[s] if c is not None]
+        sc.cost_usd = sum(known) / len(known) if known and len(known) == len(costs[s]) else None
+
+    notes: list[str] = [
+        "Valid and VQA are fractions over all tasks of the task file: a missing or invalid model scores 0; "
+        f"a VQA reply still unparsed after {RETRIES} retries scores 0 and is listed under 'unparsed'.",
+    ]
+    notes += [f"{d} holds no task folder of this task file: every task counts as missing." for d in empty]
+    board: dict[str, dict[str, float]] | None = None
+    if not compare:
+        notes.append(_NO_ELO_NOTE)
+    elif not align or not design:
+        notes.append("no pairwise judgments could be made (no valid builds, or no reply parsed): ELO skipped.")
+    else:
+        try:
+            board = elo_leaderboard(align, design, core=core, boot=boot, seed=seed)
+        except ValueError as exc:
+            notes.append(f"ELO not computed: {exc}")
+        else:
+            if _fill_degenerate_combined(board):
+                notes.append(
+                    "align or design ELO has zero spread over the core (every core system rated alike), so the "
+                    "rescaling is undefined: combined ELO is the plain mean of align and design ELO there."
+                )
+            for s, row in board.items():
+                scores[s].elo = row
+            notes.append(
+                "Pairwise: a valid build wins both presentation orders against an invalid or missing one without "
+                "asking the judge; pairs where neither is valid are not compared on that task. Unparsed judge "
+                f"replies (after {RETRIES} retries) are left out."
+            )
+    if unparsed_pairs:
+        notes.append(f"{len(unparsed_pairs)} pairwise replies unparsed after retries (see scores.json).")
+
+    result = Leaderboard(
+        setting=setting,
+        systems=scores,
+        elo=board,
+        notes=notes,
+        out=out_dir,
+        judge={"backend": judge.name, "model": judge.model, "revision": judge.revision},
+        pairwise={**pair_counts, "unparsed": unparsed_pairs},
+    )
+    _write_jsonl(out_dir / "vqa.jsonl", vqa_records)
+    _write_jsonl(out_dir / "align.jsonl", align)
+    _write_jsonl(out_dir / "design.jsonl", design)
+    _write_text(out_dir / "scores.json", json.dumps(_finite(result.to_json()), indent=2) + "\n")
+    _write_text(out_dir / "leaderboard.md", format_markdown(result))
+    try:
+        _plot(result, out_dir / "leaderboard.png")
+    except ImportError as exc:  # pragma: no cover - matplotlib is an optional extra
+        result.notes.append(f"leaderboard.png not written: {exc}")
+    return result
+
+
+def _fill_degenerate_combined(board: dict[str, dict[str, float]]) -> bool:
+    """Combined ELO where BrickBench's rescaling divides 0 by 0 (a core spread of 0): the plain mean instead."""
+    changed = False
+    for row in board.values():
+        if math.isfinite(row["elo"]) or not (math.isfinite(row["align_elo"]) and math.isfinite(row["design_elo"])):
+            continue
+        row["elo"] = 0.5 * (row["align_elo"] + row["design_elo"])  # the interval stays the bootstrap's
+        changed = True
+    return changed
+
+
+def _finite(value: Any) -> Any:
+    """JSON-safe copy: NaN/inf become None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _elo_cell(row: Mapping[str, float] | None, prefix: str, interval: bool) -> str:
+    if row is None:
+        return "—"
+    v = row[f"{prefix}elo"]
+    if not math.isfinite(v):
+        return "—"
+    lo, hi = row[f"{prefix}elo_lo"], row[f"{prefix}elo_hi"]
+    if interval and math.isfinite(lo) and math.isfinite(hi):
+        return f"{v:.0f} [{lo:.0f}, {hi:.0f}]"
+    return f"{v:.0f}"
+
+
+def format_markdown(board: Leaderboard) -> str:
+    """``leaderboard.md``: the table (System, Valid, VQA, ELO [lo, hi], Align ELO, Design ELO, Parts, Cost)."""
+    lines = [
+        f"# Leaderboard — {board.setting}",
+        "",
+        f"Judge: {board.judge.get('backend')} / {board.judge.get('model')}"
+        + (f" @ {board.judge['revision']}" if board.judge.get("revision") else ""),
+        "",
+        "| System | Valid | VQA | ELO [lo, hi] | Align ELO | Design ELO | Parts | Cost |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in board.ranked():
+        parts = f"{s.mean_pieces:.1f}" if s.mean_pieces is not None else "—"
+        cost = f"${s.cost_usd:.2f}" if s.cost_usd is not None else "—"
+        lines.append(
+            f"| {s.name} | {s.valid_fraction:.3f} ({s.valid}/{s.tasks}) | {s.vqa:.3f} | {_elo_cell(s.elo, '', True)} "
+            f"| {_elo_cell(s.elo, 'align_', False)} | {_elo_cell(s.elo, 'design_', False)} | {parts} | {cost} |"
+        )
+    lines += ["", "Parts: mean pieces per delivered model. Cost: mean USD per task, when known for every task.", ""]
+    for s in board.ranked():
+        extra = []
+        if s.missing:
+            extra.append(f"missing {', '.join(s.missing)}")
+        if s.invalid:
+            extra.append(f"invalid {', '.join(s.invalid)}")
+        if s.unparsed:
+            extra.append(f"VQA unparsed {', '.join(s.unparsed)}")
+        if extra:
+            lines.append(f"- {s.name}: " + "; ".join(extra))
+    lines += ["", *(f"Note: {n}" for n in board.notes), ""]
+    return "\n".join(lines)
+
+
+def _plot(board: Leaderboard, path: Path) -> Path:
+    from brick_gym.bench.elo import plot_leaderboard
+
+    if board.elo is not None:
+        return plot_leaderboard(board.elo, path)
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("the leaderboard plot needs matplotlib (pip install 'brick-gym[render]')") from exc
+    ranked = board.ranked()[::-1]
+    fig = Figure(figsize=(7, 0.45 * len(ranked) + 1.5), dpi=120)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    y = np.arange(len(ranked), dtype=float)
+    ax.barh(y + 0.2, [s.valid_fraction for s in ranked], height=0.38, label="valid", color="tab:green")
+    ax.barh(y - 0.2, [s.vqa for s in ranked], height=0.38, label="VQA (gated)", color="tab:blue")
+    ax.set_yticks(y, [s.name for s in ranked])
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("fraction of tasks (ELO needs two or more systems)")
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    return path

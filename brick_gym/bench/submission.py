@@ -1,0 +1,375 @@
+"""BrickBench submissions: build and check the zip, and re-verify a folder of models from any system.
+
+A submission is one zip of at most :data:`MAX_ZIP_BYTES` holding one folder per task id (``model-001/``,
+``set-014/``, ``alt-003/``), each with ``model.mpd`` and/or ``build.py`` (a top-level ``build()`` that returns the
+assembly). Nothing else may be in it. Tasks missing from the zip count as invalid. The checks here mirror those
+rules; ``build.py`` is only parsed with :mod:`ast`, never executed.
+
+:func:`verify` re-checks a folder of ``<task>/model.mpd`` (from brick_gym, BrickAgent or any other tool) with the
+same code path and verdicts as ``brick-gym check`` and writes ``verification.json`` beside the task folders.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import zipfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "MAX_ZIP_BYTES",
+    "TASK_ID",
+    "SubmissionError",
+    "build_submission",
+    "check_model_file",
+    "check_submission",
+    "task_folders",
+    "verify",
+]
+
+#: Largest accepted submission. "10 MB" read conservatively as 10,000,000 bytes (below 10 MiB), so a zip that
+#: passes here passes under either reading.
+MAX_ZIP_BYTES: int = 10_000_000
+#: Task ids (and so the only allowed top-level folder names).
+TASK_ID: re.Pattern[str] = re.compile(r"^(model|set|alt)-\d{3}$")
+#: Files a task folder may hold.
+ALLOWED_FILES: tuple[str, ...] = ("model.mpd", "build.py")
+_ONLY = "a task folder holds only model.mpd and/or build.py"
+#: Largest member we decompress to parse (a guard against zip bombs; far above any real model).
+_MAX_MEMBER_BYTES = 256 * 1024 * 1024
+# Fixed timestamp for zip members, so the same run folder always gives the same zip bytes.
+_ZIP_TIME = (2026, 1, 1, 0, 0, 0)
+
+
+class SubmissionError(ValueError):
+    """A submission cannot be built (no task folders, nothing to put in it, unreadable folder)."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Building
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _task_dirs(run_dir: Path) -> list[Path]:
+    return sorted(p for p in run_dir.iterdir() if p.is_dir() and TASK_ID.match(p.name))
+
+
+def build_submission(
+    run_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    zip_path: str | os.PathLike[str],
+    *,
+    prefer: str = "mpd",
+) -> Path:
+    """Zip run folders (``<task-id>/model.mpd`` and/or ``build.py`` per task) as one BrickBench submission.
+
+    ``run_dir`` is one folder or several (e.g. the model, set and alt-build runs of one agent; a task id may
+    appear in only one of them). ``prefer``: ``"mpd"`` takes ``model.mpd`` and falls back to ``build.py``;
+    ``"py"`` the other way round; ``"both"`` takes whichever exist. Only folders named like task ids are taken
+    (``model-001.partial-1`` left by an interrupted run is not). The zip is written atomically and
+    deterministically (sorted entries, fixed timestamps); check it with :func:`check_submission` (the size
+    limit included). Returns the zip's path.
+    """
+    if prefer not in ("mpd", "py", "both"):
+        raise ValueError(f"prefer must be 'mpd', 'py' or 'both', got {prefer!r}")
+    runs = [Path(run_dir)] if isinstance(run_dir, str | os.PathLike) else [Path(r) for r in run_dir]
+    order = {"mpd": ["model.mpd", "build.py"], "py": ["build.py", "model.mpd"], "both": list(ALLOWED_FILES)}[prefer]
+    members: list[tuple[str, Path]] = []
+    origin: dict[str, Path] = {}
+    for run in runs:
+        if not run.is_dir():
+            raise SubmissionError(f"{run}: not a folder")
+        for task_dir in _task_dirs(run):
+            present = [name for name in order if (task_dir / name).is_file()]
+            if not present:
+                continue
+            if task_dir.name in origin:
+                raise SubmissionError(f"task {task_dir.name} is in both {origin[task_dir.name]} and {run}")
+            origin[task_dir.name] = run
+            chosen = present if prefer == "both" else present[:1]
+            members += [(f"{task_dir.name}/{name}", task_dir / name) for name in chosen]
+    if not members:
+        where = ", ".join(map(str, runs))
+        raise SubmissionError(f"{where}: no task folder (like model-001/) holds a model.mpd or build.py")
+    out = Path(zip_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            folders = sorted({arc.split("/", 1)[0] for arc, _ in members})
+            for folder in folders:
+                zf.writestr(zipfile.ZipInfo(f"{folder}/", date_time=_ZIP_TIME), b"")
+            for arc, src in sorted(members):
+                info = zipfile.ZipInfo(arc, date_time=_ZIP_TIME)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                zf.writestr(info, src.read_bytes())
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checking
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _defines_build(source: str) -> bool:
+    tree = ast.parse(source)
+    return any(isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "build" for node in tree.body)
+
+
+def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> list[str]:
+    """Problems of one ``<task>/model.mpd`` or ``<task>/build.py`` member (parsed, never executed)."""
+    from brick_gym.ldraw import LDrawError, read_ldraw
+
+    name = info.filename
+    where = f"{label}: {name}"
+    if info.file_size > _MAX_MEMBER_BYTES:
+        return [f"{where}: {info.file_size} bytes uncompressed; too large to be a model"]
+    try:
+        raw = zf.read(info)
+    except (zipfile.BadZipFile, OSError, RuntimeError, ValueError) as exc:  # bad CRC, encrypted, bad compression
+        return [f"{where}: cannot be read from the zip ({exc})"]
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return [f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})"]
+    if name.endswith("/model.mpd"):
+        try:
+            read_ldraw(text, name=name.rsplit("/", 1)[-1])
+        except LDrawError as exc:
+            return [f"{where}: does not parse as LDraw: {exc}"]
+        return []
+    try:
+        ok = _defines_build(text)
+    except SyntaxError as exc:
+        return [f"{where}: Python syntax error at line {exc.lineno}: {exc.msg}"]
+    except ValueError as exc:  # e.g. null bytes
+        return [f"{where}: not parseable Python: {exc}"]
+    if not ok:
+        return [f"{where}: defines no top-level function build() (it must return the assembly)"]
+    return []
+
+
+def _path_problem(name: str) -> str | None:
+    """Why a member name is not a plain relative path, or None."""
+    if "\\" in name:
+        return "uses backslashes; zip paths use '/'"
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        return "is an absolute path"
+    if any(part in ("..", ".") for part in name.split("/")):
+        return "contains '..' or '.' path components"
+    if "//" in name.rstrip("/"):
+        return "contains an empty path component"
+    return None
+
+
+def check_submission(zip_path: str | os.PathLike[str], expected_ids: Iterable[str] | None = None) -> list[str]:
+    """Problems with a submission zip (empty list: it follows every rule); each message names the file at fault.
+
+    Rules: one zip of at most :data:`MAX_ZIP_BYTES`; top-level entries are folders named like task ids
+    (:data:`TASK_ID`); each holds ``model.mpd`` and/or ``build.py`` and nothing else, with no nested folders,
+    absolute paths or ``..``; ``model.mpd`` must parse as LDraw; ``build.py`` must define a top-level
+    ``build`` function (checked with :mod:`ast`, never run). With ``expected_ids``, each id missing from the
+    zip is reported (it counts as invalid), and so is each id of the same settings that is not expected (ids
+    of a setting with no expected id are left alone: one zip may hold all three settings).
+    """
+    path = Path(zip_path)
+    label = path.name
+    if not path.is_file():
+        return [f"{path}: no such file"]
+    problems: list[str] = []
+    size = path.stat().st_size
+    if size > MAX_ZIP_BYTES:
+        problems.append(f"{label}: {size:,} bytes, over the {MAX_ZIP_BYTES:,}-byte (10 MB) limit")
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        return [*problems, f"{label}: not a readable zip file ({exc})"]
+    with zf:
+        infos = zf.infolist()
+        if not infos:
+            problems.append(f"{label}: the zip is empty")
+        seen: set[str] = set()
+        folders: dict[str, list[str]] = {}
+        checked: list[zipfile.ZipInfo] = []
+        for info in infos:
+            name = info.filename
+            where = f"{label}: {name}"
+            if name in seen:
+                problems.append(f"{where}: duplicate entry")
+                continue
+            seen.add(name)
+            bad = _path_problem(name)
+            if bad:
+                problems.append(f"{where}: {bad}")
+                continue
+            parts = name.rstrip("/").split("/")
+            top = parts[0]
+            if not TASK_ID.match(top):
+                kind = "folder" if len(parts) > 1 or name.endswith("/") else "file"
+                problems.append(
+                    f"{where}: top-level {kind} {top!r} is not a task-id folder (model-NNN, set-NNN or alt-NNN)"
+                )
+                continue
+            folders.setdefault(top, [])
+            if name.endswith("/"):
+                if len(parts) > 1:
+                    problems.append(f"{where}: nested folder; {_ONLY}")
+                continue
+            if len(parts) == 1:
+                problems.append(f"{where}: a file named like a task id; task ids must be folders")
+                continue
+            if len(parts) > 2:
+                problems.append(f"{where}: nested path; {_ONLY}")
+                continue
+            if parts[1] not in ALLOWED_FILES:
+                problems.append(f"{where}: extra file; {_ONLY}")
+                continue
+            folders[top].append(parts[1])
+            checked.append(info)
+        for top, files in sorted(folders.items()):
+            if not files:
+                problems.append(f"{label}: {top}/: missing model (needs model.mpd and/or build.py)")
+        for info in checked:
+            problems += _check_member(zf, info, label)
+    if expected_ids is not None:
+        expected = list(dict.fromkeys(expected_ids))
+        present = {top for top, files in folders.items() if files}
+        for task_id in expected:
+            if task_id not in present:
+                problems.append(f"{label}: {task_id}/: missing task (counts as invalid)")
+        prefixes = {t.split("-", 1)[0] for t in expected}
+        for top in sorted(set(folders) - set(expected)):
+            if top.split("-", 1)[0] in prefixes:
+                problems.append(f"{label}: {top}/: not a task of the given task files")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verifying a folder of models
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _unusable_report(message: str, setting: str) -> dict[str, Any]:
+    # Same shape and kind as ``brick-gym check --json`` prints for a file it cannot use.
+    return {
+        "valid": False,
+        "setting": setting,
+        "pieces": 0,
+        "components": 0,
+        "issues": [{"kind": "parse", "pieces": [], "message": message}],
+    }
+
+
+def check_model_file(path: str | os.PathLike[str], rules: Any, *, stability: bool = True) -> dict[str, Any]:
+    """The report ``brick-gym check --json`` prints for one file, as a dict (``rules`` already built).
+
+    Same steps as the ``check`` command: load (problems become issues of the same kind and message, in front),
+    full check, ``valid`` false when anything could not be loaded; an unusable file gives one ``parse`` issue.
+    """
+    from brick_gym.ldraw import LDrawError
+    from brick_gym.modelfile import load
+    from brick_gym.validity import check
+
+    try:
+        loaded = load(path, rules)
+    except LDrawError as exc:
+        return _unusable_report(str(exc), rules.setting.name)
+    except OSError as exc:
+        return _unusable_report(f"{path}: {exc.strerror or exc}", rules.setting.name)
+    report = check(loaded.assembly, stability=stability).to_json()
+    problems = [{"kind": p.kind, "pieces": [], "message": p.message} for p in loaded.problems]
+    if problems:
+        report["valid"] = False
+        report["issues"] = problems + report["issues"]
+    return report
+
+
+def task_folders(folder: str | os.PathLike[str]) -> list[Path]:
+    """Task folders of a run/submission folder: subfolders named like task ids or holding a ``model.mpd``.
+
+    Folders set aside by an interrupted run (``<task>.partial-<n>``) and hidden ones are skipped.
+    """
+    root = Path(folder)
+    out = []
+    for p in sorted(root.iterdir()):
+        if not p.is_dir() or p.name.startswith(".") or ".partial-" in p.name:
+            continue
+        if TASK_ID.match(p.name) or (p / "model.mpd").is_file():
+            out.append(p)
+    return out
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def verify(
+    folder: str | os.PathLike[str],
+    setting: str,
+    inventory: str | os.PathLike[str] | None = None,
+    *,
+    expected_ids: Sequence[str] | None = None,
+    stability: bool = True,
+    write: bool = True,
+) -> dict[str, Any]:
+    """Re-check every ``<task>/model.mpd`` under ``folder``; write and return ``verification.json``'s content.
+
+    Each task's entry is exactly the report ``brick-gym check --setting S [--inventory F] --json`` gives for that
+    file (a task folder without ``model.mpd`` is invalid with a ``parse`` issue saying so). With
+    ``expected_ids``, ids without a folder are listed under ``missing`` and count as invalid. ``summary`` holds
+    the counts and the valid fraction over all tasks. Alt-build without ``inventory`` uses ``$BRICKAGENT_SET``,
+    else the project's inventory. Raises ``ValueError`` (``InventoryError``, ``BenchError``) for an unknown
+    setting or an unusable inventory, ``FileNotFoundError`` when ``folder`` is not a folder.
+    """
+    from brick_gym.rules import Rules
+    from brick_gym.rules import setting as setting_rule
+
+    root = Path(folder)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: not a folder")
+    if inventory is None and setting_rule(setting).uses_inventory:
+        from brick_gym.bench.runner import resolve_inventory
+
+        inventory = resolve_inventory("alt-build", None)  # --inventory, else $BRICKAGENT_SET, else the project's
+    rules = Rules.for_setting(setting, inventory)
+    tasks: dict[str, dict[str, Any]] = {}
+    for task_dir in task_folders(root):
+        model = task_dir / "model.mpd"
+        if model.is_file():
+            report = check_model_file(model, rules, stability=stability)
+        else:
+            report = _unusable_report(f"{model}: no model.mpd in this task folder", rules.setting.name)
+        report.pop("timings_s", None)  # wall-clock times would make the file differ between identical runs
+        tasks[task_dir.name] = {"path": str(model.relative_to(root)), **report}
+    missing = [t for t in (expected_ids or []) if t not in tasks]
+    total = len(tasks) + len(missing)
+    valid = sum(1 for r in tasks.values() if r["valid"])
+    result: dict[str, Any] = {
+        "folder": str(root),
+        "setting": rules.setting.name,
+        "inventory": None if rules.inventory is None else rules.inventory.source,
+        "tasks": tasks,
+        "missing": missing,
+        "summary": {
+            "tasks": total,
+            "valid": valid,
+            "invalid": total - valid,
+            "missing": len(missing),
+            "valid_fraction": valid / total if total else 0.0,
+        },
+    }
+    if write:
+        _write_json_atomic(root / "verification.json", result)
+    return result
