@@ -99,20 +99,35 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Build the built-in example model, check it, write it as LDraw and print the report."""
-    from .examples import readme_wall
-    from .modelfile import save
-    from .validity import check
+    """The main job on the built-in default: one BrickBench episode of the built-in heuristic agent on the
+    project's first Model task, writing the model, its views, the transcript and the validity report."""
+    from .bench.runner import default_tasks, run
+    from .validity import Issue, Report
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    assembly = readme_wall()
-    report = check(assembly)
-    path = save(assembly, out / "model.mpd")
-    (out / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
-    print(f"wrote {path} and {out / 'report.json'}")
-    print(report.summary())
-    return 0 if report.valid else 1
+    summary = run(default_tasks("model"), "model", "heuristic", args.out, limit=1, progress=False)
+    if summary.failed:
+        for task, error in summary.failed.items():
+            print(f"error: {task}: {error}", file=sys.stderr)
+        return 1
+    task = summary.finished[0]
+    folder = Path(summary.out_dir) / task
+    verification = json.loads((folder / "verification.json").read_text(encoding="utf-8"))
+    report = verification["report"]
+    issues = tuple(Issue(i["kind"], tuple(i["pieces"]), i["message"]) for i in report.get("issues", ()))
+    shown = Report(
+        report["valid"],
+        report.get("setting", "model"),
+        report["pieces"],
+        report["components"],
+        issues,
+        joints=report.get("joints", 0),
+    )
+    state = "skipped (already finished; delete the folder to redo it)" if task in summary.skipped else "ran"
+    print(f"{task} {state}: {folder}")
+    for name in ("model.mpd", "transcript.jsonl", "verification.json", "views"):
+        print(f"  {folder / name}")
+    print(shown.summary())
+    return 0 if shown.valid else 1
 
 
 def cmd_speed(args: argparse.Namespace) -> int:
@@ -342,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("part")
     p.set_defaults(func=cmd_describe)
 
-    p = sub.add_parser("demo", help="build, check and write the built-in example model")
+    p = sub.add_parser("demo", help="one benchmark episode of the built-in heuristic agent on a built-in task")
     p.add_argument("--out", default="out/demo")
     p.set_defaults(func=cmd_demo)
 
@@ -374,6 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("replies", help='judge replies, one {"task": id, "reply": text} per line (JSONL)')
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_vqa_score)
+    from .bench.cli import add_bench_commands
+
+    add_bench_commands(sub)
     return parser
 
 

@@ -101,11 +101,15 @@ def test_find_and_describe(capsys) -> None:
     assert code == 2 and "unknown part" in err
 
 
-def test_demo_writes_model_and_report(tmp_path, capsys) -> None:
+def test_demo_runs_one_benchmark_episode(tmp_path, capsys) -> None:
     code, out, _ = run(capsys, "demo", "--out", str(tmp_path))
-    assert code == 0 and "VALID" in out
-    assert (tmp_path / "model.mpd").read_text().count("\n1 ") == 11
-    assert json.loads((tmp_path / "report.json").read_text())["valid"] is True
+    assert code == 0 and "VALID (model)" in out
+    folder = tmp_path / "heuristic" / "model-001"
+    assert (folder / "model.mpd").read_text().count("\n1 ") >= 5
+    assert json.loads((folder / "verification.json").read_text())["report"]["valid"] is True
+    assert len(list((folder / "views").glob("view_*.png"))) == 8
+    code, out, _ = run(capsys, "demo", "--out", str(tmp_path))  # finished tasks are kept, not redone
+    assert code == 0 and "skipped" in out
 
 
 def test_console_script_runs_as_a_module() -> None:

@@ -108,6 +108,8 @@ NOUNS: dict[str, str] = {
     "palm": "tree",
     "car": "car",
     "truck": "car",
+    "engine": "car",
+    "lorry": "car",
     "bus": "car",
     "van": "car",
     "vehicle": "car",
