@@ -479,3 +479,17 @@ def as_grid(model: Any, pitch: tuple[float, float, float] = DEFAULT_PITCH) -> Vo
     if isinstance(model, Iterable) or hasattr(model, "pieces"):
         return voxelize(model, pitch)
     raise TypeError(f"cannot voxelise {type(model).__name__}")
+
+
+def piece_agreement(grid: VoxelGrid, stem: str, colour: int, pose: np.ndarray) -> tuple[float, float]:
+    """(fraction of the piece's cells that ``grid`` fills, fraction it fills in the same colour), with the piece
+    voxelised on ``grid``'s own lattice (world-aligned: for a Fidelity task, the target and the build share
+    their base plate's frame). A piece with no cells scores (0, 0)."""
+    cells = voxelize([(stem, colour, pose)], grid.pitch, grid.offset).indices() - np.asarray(grid.origin)
+    if not len(cells):
+        return 0.0, 0.0
+    inside = np.all((cells >= 0) & (cells < np.asarray(grid.shape)), axis=1)
+    hits = cells[inside]
+    filled = grid.occupancy[hits[:, 0], hits[:, 1], hits[:, 2]]
+    same = filled & (grid.colours[hits[:, 0], hits[:, 1], hits[:, 2]] == colour)
+    return float(filled.sum()) / len(cells), float(same.sum()) / len(cells)

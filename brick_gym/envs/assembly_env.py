@@ -301,6 +301,7 @@ class BrickAssemblyEnv(gym.Env):
             initial_stock=self._initial_stock,
             candidates=self._candidates,
             candidate_poses=self._candidate_poses,
+            target_grid=self.task.target_voxels,
         )
 
     def _info(self, invalid: str | None, terms: dict[str, float]) -> dict[str, Any]:

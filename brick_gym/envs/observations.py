@@ -9,8 +9,9 @@ Slices (sizes from :class:`ObservationConfig`):
 - ``progress`` (4,): steps / max_steps, pieces / max_pieces, components / pieces, last action was illegal.
 - ``target`` (V³,): the task's target occupancy on a V×V×V box, flattened in (x, up, z) C order; zeros when the
   task has none (flat so that SB3 does not mistake it for an image).
-- ``candidates`` (N, 9 + P) — candidate encoding only: listed, palette one-hot, resulting x, height, z,
-  yaw one-hot (4), joints it forms is not known before placing, so not included.
+- ``candidates`` (N, 10 + P) — candidate encoding only: listed, palette one-hot (P), resulting x, height, z,
+  yaw one-hot (4), and, when the task has a target, the fraction of the candidate's voxels the target fills and
+  fills in the candidate's colour (target and build share their base plate's frame; zeros without a target).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +55,7 @@ class ObservationBuilder:
         self._slot_of = {(s.stem, s.colour): i for i, s in enumerate(self.palette)}
         self._piece_rows: dict[int, tuple[Piece, tuple[float, ...]]] = {}
         self._target_rows: dict[ConnectorRef, tuple[Piece, tuple[float, ...]]] = {}
+        self._agreements: dict[tuple, tuple[float, float]] = {}
 
     def space(self):  # -> gymnasium.spaces.Dict
         """The observation space."""
@@ -68,7 +71,7 @@ class ObservationBuilder:
             "target": spaces.Box(0.0, 1.0, shape=(c.target_size**3,), dtype=np.float32),
         }
         if c.max_candidates:
-            items["candidates"] = box(c.max_candidates, 8 + c.palette_size)
+            items["candidates"] = box(c.max_candidates, 10 + c.palette_size)
         return spaces.Dict(items)
 
     def build(
@@ -83,6 +86,7 @@ class ObservationBuilder:
         initial_stock: Sequence[int | None],
         candidates: Sequence[tuple[int, Placement]] | None = None,
         candidate_poses: Sequence[np.ndarray] | None = None,
+        target_grid: Any = None,
     ) -> dict[str, np.ndarray]:
         """The observation for the current state."""
         c = self.config
@@ -120,8 +124,20 @@ class ObservationBuilder:
             "target": (target if target is not None else np.zeros(c.target_size**3)).astype(np.float32).reshape(-1),
         }
         if c.max_candidates:
-            obs["candidates"] = self._candidates(candidates or (), candidate_poses or ())
+            obs["candidates"] = self._candidates(candidates or (), candidate_poses or (), target_grid)
         return obs
+
+    def _agreement(self, grid: Any, slot: PaletteSlot, pose: np.ndarray) -> tuple[float, float]:
+        """How well a candidate piece agrees with the target (memoised per target, part, colour and pose)."""
+        from ..voxels import piece_agreement
+
+        key = (id(grid), slot.stem, slot.colour, pose.tobytes())
+        hit = self._agreements.get(key)
+        if hit is None:
+            if len(self._agreements) > 50_000:
+                self._agreements.clear()
+            hit = self._agreements[key] = piece_agreement(grid, slot.stem, slot.colour, pose)
+        return hit
 
     def _piece_row(self, piece: Piece) -> tuple[float, ...]:
         """present, palette index / P, x, height, z, cos yaw, sin yaw — memoised per piece object."""
@@ -148,14 +164,19 @@ class ObservationBuilder:
         self._target_rows[ref] = (piece, row)
         return row
 
-    def _candidates(self, candidates: Sequence[tuple[int, Placement]], poses: Sequence[np.ndarray]) -> np.ndarray:
+    def _candidates(
+        self, candidates: Sequence[tuple[int, Placement]], poses: Sequence[np.ndarray], target_grid: Any
+    ) -> np.ndarray:
         c = self.config
-        out = np.zeros((c.max_candidates, 8 + c.palette_size), dtype=np.float32)
+        p = c.palette_size
+        out = np.zeros((c.max_candidates, 10 + p), dtype=np.float32)
         for row, ((slot, placement), pose) in enumerate(zip(candidates, poses, strict=True)):
             out[row, 0] = 1.0
             out[row, 1 + slot] = 1.0
-            out[row, 1 + c.palette_size : 4 + c.palette_size] = _position_features(pose[None, :3, 3], c.scale)[0]
-            out[row, 4 + c.palette_size + YAWS.index(placement.yaw) % 4] = 1.0
+            out[row, 1 + p : 4 + p] = _position_features(pose[None, :3, 3], c.scale)[0]
+            out[row, 4 + p + YAWS.index(placement.yaw) % 4] = 1.0
+            if target_grid is not None:
+                out[row, 8 + p : 10 + p] = self._agreement(target_grid, self.palette[slot], pose)
         return np.clip(out, -BOUND, BOUND)
 
 
