@@ -62,8 +62,11 @@ def dict_features_extractor():
             return torch.cat([mean, maxed], dim=-1)
 
     class BrickDictExtractor(BaseFeaturesExtractor):
-        """Set encoders for pieces and target slots, a per-row encoder for candidates (keeps their order, so the
-        policy head can score each one), an MLP for the target voxels, and the small vectors as they are."""
+        """Set encoders for pieces and target slots, an MLP for the target voxels, and the small vectors as they
+        are (the context). With a ``candidates`` slice it also scores every candidate with ONE shared network over
+        (candidate row, context) and a STOP score from the context, and puts those N + 1 scores first in its
+        output: :func:`candidate_policy` reads them directly as the action logits (a pointer-style head, so what
+        is learned about one candidate slot transfers to every slot)."""
 
         def __init__(self, observation_space, hidden: int = 64) -> None:
             spaces = observation_space.spaces
@@ -71,29 +74,80 @@ def dict_features_extractor():
             targets = SetEncoder(spaces["targets"].shape[-1], hidden)
             voxels = int(np.prod(spaces["target"].shape))
             small = spaces["inventory"].shape[0] + spaces["progress"].shape[0]
-            total = pieces.out_dim + targets.out_dim + hidden + small
-            cand = None
+            context = pieces.out_dim + targets.out_dim + hidden + small
+            self.n_candidates = 0
+            total = context
             if "candidates" in spaces:
-                n, width = spaces["candidates"].shape
-                cand = nn.Sequential(nn.Linear(width, 16), nn.ReLU())
-                total += n * 16
+                self.n_candidates, width = spaces["candidates"].shape
+                total += self.n_candidates + 1
             super().__init__(observation_space, features_dim=total)
-            self.pieces, self.targets, self.cand = pieces, targets, cand
+            self.pieces, self.targets = pieces, targets
             self.voxels = nn.Sequential(nn.Flatten(), nn.Linear(voxels, hidden), nn.ReLU())
+            if self.n_candidates:
+                self.scorer = nn.Sequential(nn.Linear(width + context, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+                self.stop = nn.Sequential(nn.Linear(context, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
         def forward(self, obs):
-            parts = [
-                self.pieces(obs["pieces"]),
-                self.targets(obs["targets"]),
-                self.voxels(obs["target"]),
-                obs["inventory"],
-                obs["progress"],
-            ]
-            if self.cand is not None:
-                parts.append(self.cand(obs["candidates"]).flatten(start_dim=1))
-            return torch.cat(parts, dim=-1)
+            context = torch.cat(
+                [
+                    self.pieces(obs["pieces"]),
+                    self.targets(obs["targets"]),
+                    self.voxels(obs["target"]),
+                    obs["inventory"],
+                    obs["progress"],
+                ],
+                dim=-1,
+            )
+            if not self.n_candidates:
+                return context
+            rows = obs["candidates"]
+            expanded = context.unsqueeze(1).expand(-1, rows.shape[1], -1)
+            scores = self.scorer(torch.cat([rows, expanded], dim=-1)).squeeze(-1)
+            return torch.cat([scores, self.stop(context), context], dim=-1)
 
     return BrickDictExtractor
+
+
+def candidate_policy():
+    """MaskablePPO policy for the candidate encoding: the action logits are the extractor's candidate and STOP
+    scores as they are (no dense layer over a flattened list), the value head sees every feature."""
+    from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
+
+    _, nn = _torch()
+
+    class TakeScores(nn.Module):
+        def __init__(self, n: int) -> None:
+            super().__init__()
+            self.n = n
+
+        def forward(self, latent):
+            return latent[:, : self.n]
+
+    class CandidatePointerPolicy(MaskableMultiInputActorCriticPolicy):
+        """Logits = the features extractor's N + 1 scores (pi net empty)."""
+
+        def _build(self, lr_schedule) -> None:
+            super()._build(lr_schedule)
+            self.action_net = TakeScores(int(self.action_space.n))
+            self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    return CandidatePointerPolicy
+
+
+def policy_for(env_id: str, env_kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(policy, policy_kwargs) for an env: the pointer policy when its observation lists candidates."""
+    import brick_gym.envs  # noqa: F401
+
+    probe = gym.make(env_id, **env_kwargs)
+    try:
+        has_candidates = "candidates" in probe.observation_space.spaces
+    finally:
+        probe.close()
+    kwargs: dict[str, Any] = {"features_extractor_class": dict_features_extractor()}
+    if has_candidates:
+        kwargs["net_arch"] = {"pi": [], "vf": [64, 64]}
+        return candidate_policy(), kwargs
+    return "MultiInputPolicy", kwargs
 
 
 @dataclass
@@ -132,8 +186,9 @@ def train(config: TrainConfig, callbacks: list | None = None) -> dict[str, Any]:
         for i in range(config.n_envs)
     ]
     vec = SubprocVecEnv(fns) if config.subprocess and config.n_envs > 1 else DummyVecEnv(fns)
+    policy, policy_kwargs = policy_for(config.env_id, config.env_kwargs)
     model = MaskablePPO(
-        "MultiInputPolicy",
+        policy,
         vec,
         n_steps=config.n_steps,
         batch_size=config.batch_size,
@@ -143,7 +198,7 @@ def train(config: TrainConfig, callbacks: list | None = None) -> dict[str, Any]:
         seed=config.seed,
         verbose=0,
         device="cpu",
-        policy_kwargs={"features_extractor_class": dict_features_extractor()},
+        policy_kwargs=policy_kwargs,
     )
     cbs = list(callbacks or [])
     if config.checkpoint_freq:

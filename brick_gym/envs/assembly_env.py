@@ -21,7 +21,7 @@ import numpy as np
 from ..assembly import Assembly, Outcome, Placement
 from ..catalog import part as get_part
 from ..colours import colour as get_colour
-from ..rewards.terms import RewardContext, RewardSpec, standard_rewards
+from ..rewards.terms import RewardContext, RewardSpec, current_fidelity, standard_rewards
 from ..rules import Rules
 from .actions import CandidateCodec, FactoredCodec, PaletteSlot, TargetSlots, make_palette
 from .observations import ObservationBuilder, ObservationConfig, yaw_of
@@ -134,6 +134,9 @@ class BrickAssemblyEnv(gym.Env):
             if not start.ok:
                 raise ValueError(f"task {self.task.name!r}: start piece refused: {start.message}")
         self._reset_state()
+        if self.task.target_voxels is not None:  # Δ-fidelity shaping starts from the start piece's own fidelity
+            start_ctx = RewardContext(self.assembly, None, None, False, target=self.task.target_voxels)
+            self._episode_scratch["last_fidelity"] = current_fidelity(start_ctx)[0]
         self._refresh()
         return self._observation(), self._info(None, {name: 0.0 for name in self.rewards.names})
 
