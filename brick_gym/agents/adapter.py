@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..fileio import atomic_write_json
 from ..rules import Inventory, Rules
 from .clients import ChatClient, Message, ToolCall
 from .tools import ToolResult, ToolSession, tool_definitions
@@ -214,15 +215,6 @@ class _Transcript:
             self._f.flush()
             os.fsync(self._f.fileno())
             self._f.close()
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _save_images(result: ToolResult, out_dir: Path, stem: str) -> list[Path]:
@@ -461,7 +453,7 @@ def _deliver(
         "reward": reward,
     }
     ver_path = out_dir / "verification.json"
-    _write_json_atomic(ver_path, verification)
+    atomic_write_json(ver_path, verification)
     files["verification"] = str(ver_path)
     log.write({"type": "event", "event": "delivered", "valid": verification["valid"], "pieces": len(asm)})
     return EpisodeResult(

@@ -52,6 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from ..fileio import atomic_write_json, atomic_write_text, json_default
+
 __all__ = [
     "BASELINES",
     "ENCODINGS",
@@ -737,21 +739,6 @@ def _deterministic_torch(threads: int) -> Iterator[None]:
         torch.use_deterministic_algorithms(prev_det)
 
 
-def _atomic_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=_json_default) + "\n")
-    os.replace(tmp, path)
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, Path | tuple | set):
-        return list(obj) if not isinstance(obj, Path) else str(obj)
-    return str(obj)
-
-
 @dataclass
 class _Context:
     config: ExperimentConfig
@@ -840,7 +827,7 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int) -> dict[str,
         for k, v in ep["reward_terms"].items():
             term_totals[k] = term_totals.get(k, 0.0) + v
         with episodes_path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"timesteps": step, **ep}, default=_json_default) + "\n")
+            f.write(json.dumps({"timesteps": step, **ep}, default=json_default) + "\n")
         row: dict[str, Any] = {"global_step": step, "train/episode_return": ep["return"]}
         row["train/episode_length"] = ep["length"]
         if ep["pieces"] is not None:
@@ -910,7 +897,7 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int) -> dict[str,
         "git_commit": ctx.commit,
         "versions": ctx.versions,
     }
-    _atomic_json(result_path, result)
+    atomic_write_json(result_path, result)
     result["skipped"] = False
     return result
 
@@ -973,7 +960,7 @@ def run_baseline(ctx: _Context, baseline: str, encoding: str, seed: int) -> dict
         "git_commit": ctx.commit,
         "versions": ctx.versions,
     }
-    _atomic_json(result_path, result)
+    atomic_write_json(result_path, result)
     result["skipped"] = False
     return result
 
@@ -1034,7 +1021,7 @@ def run_experiment(
     console = Console(stderr=True)
     say = log or (lambda msg: console.print(msg, highlight=False))
     ctx = _Context(config, out_path, mode, git_commit(), package_versions(), say)
-    _atomic_json(out_path / "config.json", {**asdict(config), "wandb_mode": mode})
+    atomic_write_json(out_path / "config.json", {**asdict(config), "wandb_mode": mode})
     say(
         f"[bold]{config.name}[/bold] ({config.size}): {len(config.variants)} variants × seeds {config.seeds}, "
         f"wandb {mode} → {out_path}"
@@ -1138,10 +1125,8 @@ def summarise_experiment(
         "rows": list(rows.values()),
         "skipped_variants": dict(skipped),
     }
-    _atomic_json(out / "summary.json", summary)
-    tmp = out / f".summary.md.tmp{os.getpid()}"
-    tmp.write_text(summary_markdown(summary))
-    os.replace(tmp, out / "summary.md")
+    atomic_write_json(out / "summary.json", summary)
+    atomic_write_text(out / "summary.md", summary_markdown(summary))
     plot_summary(summary, out / "summary.png")
     return summary
 

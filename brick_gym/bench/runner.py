@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..fileio import atomic_write_json
+
 __all__ = [
     "BENCHMARK_DIR",
     "DONE_FILE",
@@ -168,18 +170,6 @@ def _hash_files(folder: Path) -> dict[str, str]:
         if p.is_file() and p.name != DONE_FILE and not p.name.startswith(f".{DONE_FILE}"):
             out[p.relative_to(folder).as_posix()] = _sha256(p)
     return out
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(json.dumps(data, indent=2, default=str) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def read_marker(task_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -399,7 +389,7 @@ def _finish(task_dir: Path, task_id: str, outcome: dict[str, Any], meta: dict[st
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "files": _hash_files(task_dir),
     }
-    _write_json_atomic(task_dir / DONE_FILE, marker)
+    atomic_write_json(task_dir / DONE_FILE, marker)
     return marker
 
 
@@ -540,7 +530,7 @@ def run(
     finally:
         bar.close()
         summary.seconds = time.perf_counter() - started
-        _write_json_atomic(root / SUMMARY_FILE, summary.to_json())
+        atomic_write_json(root / SUMMARY_FILE, summary.to_json())
     return summary
 
 

@@ -33,12 +33,14 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..fileio import atomic_write_jsonl, atomic_write_text
 
 __all__ = [
     "RETRIES",
@@ -313,26 +315,6 @@ class _Scorer:
         return rendered
 
 
-def _write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for r in records:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def score(
     run_dirs: Sequence[str | os.PathLike[str]],
     tasks: Any,
@@ -536,11 +518,11 @@ def score(
         judge={"backend": judge.name, "model": judge.model, "revision": judge.revision},
         pairwise={**pair_counts, "unparsed": unparsed_pairs},
     )
-    _write_jsonl(out_dir / "vqa.jsonl", vqa_records)
-    _write_jsonl(out_dir / "align.jsonl", align)
-    _write_jsonl(out_dir / "design.jsonl", design)
-    _write_text(out_dir / "scores.json", json.dumps(_finite(result.to_json()), indent=2) + "\n")
-    _write_text(out_dir / "leaderboard.md", format_markdown(result))
+    atomic_write_jsonl(out_dir / "vqa.jsonl", vqa_records)
+    atomic_write_jsonl(out_dir / "align.jsonl", align)
+    atomic_write_jsonl(out_dir / "design.jsonl", design)
+    atomic_write_text(out_dir / "scores.json", json.dumps(_finite(result.to_json()), indent=2) + "\n")
+    atomic_write_text(out_dir / "leaderboard.md", format_markdown(result))
     try:
         _plot(result, out_dir / "leaderboard.png")
     except ImportError as exc:  # pragma: no cover - matplotlib is an optional extra

@@ -12,13 +12,14 @@ same code path and verdicts as ``brick-gym check`` and writes ``verification.jso
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 import zipfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from ..fileio import atomic_write_json
 
 __all__ = [
     "MAX_ZIP_BYTES",
@@ -306,15 +307,6 @@ def task_folders(folder: str | os.PathLike[str]) -> list[Path]:
     return out
 
 
-def _write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def verify(
     folder: str | os.PathLike[str],
     setting: str,
@@ -371,5 +363,5 @@ def verify(
         },
     }
     if write:
-        _write_json_atomic(root / "verification.json", result)
+        atomic_write_json(root / "verification.json", result)
     return result
