@@ -1,0 +1,20 @@
+"""`brick-gym speed --json` reports every figure the budgets name (values are measured, never asserted)."""
+
+from __future__ import annotations
+
+import json
+
+from brick_gym.cli import main
+
+
+def test_speed_quick_reports_every_figure(capsys) -> None:
+    assert main(["speed", "--quick", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert set(figures["placement_us"]) == {"50", "400"}
+    assert all(v > 0 for v in figures["placement_us"].values())
+    assert figures["full_check_s"]["400"] > 0 and figures["full_check_valid"]["400"] is True
+    assert "brickagent_attach_us" in figures and "placement_vs_brickagent_ratio" in figures
+    assert figures["catalog_ready_s"] > 0 and figures["import_s"] >= 0
+    assert figures["render_8x512_s"] > 0 and figures["render_backend"]
+    assert set(figures["env_step_over_place"]) == {"50", "400"}
+    assert figures["env_2_subprocess_steps_per_s"] > 0
