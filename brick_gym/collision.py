@@ -176,7 +176,16 @@ class CollisionIndex:
     def add(self, piece: int, stem: str, pose: np.ndarray) -> None:
         """Index a piece (its id must not be present)."""
         self._items[piece] = (stem, pose)
-        self._grid.add(piece, *world_aabb(stem, pose))
+        self._grid.add(piece, *self._aabb(stem, pose))
+
+    def _aabb(self, stem: str, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """World bounds, reused between the collision query and the insertion of the same piece."""
+        last = self.__dict__.get("_last_box")
+        if last is not None and last[0] == stem and last[1] is pose:
+            return last[2]
+        box = world_aabb(stem, pose)
+        self._last_box = (stem, pose, box)
+        return box
 
     def remove(self, piece: int) -> None:
         """Drop a piece from the index."""
@@ -185,7 +194,7 @@ class CollisionIndex:
 
     def colliding(self, stem: str, pose: np.ndarray) -> list[int]:
         """Indexed pieces that a piece of ``stem`` at ``pose`` would collide with (sorted ids)."""
-        near = self._grid.query(*world_aabb(stem, pose))
+        near = self._grid.query(*self._aabb(stem, pose))
         if not near:
             return []
         others = [self._items[p] for p in near]

@@ -132,7 +132,13 @@ class Pairs:
 def _rows(piece: int, arr: PartArrays, points: np.ndarray, axes: np.ndarray) -> np.ndarray:
     """(n, 9) rows of (piece, connector, x, y, z, ax, ay, az, type code)."""
     n = len(arr.codes)
-    return np.column_stack([np.full(n, piece), np.arange(n), points, axes, arr.codes]).astype(float)
+    rows = np.empty((n, 9))
+    rows[:, 0] = piece
+    rows[:, 1] = np.arange(n)
+    rows[:, 2:5] = points
+    rows[:, 5:8] = axes
+    rows[:, 8] = arr.codes
+    return rows
 
 
 _EMPTY = Pairs(
@@ -184,7 +190,7 @@ class ConnectorGrid:
         self._slots[piece] = slots
         if not slots:
             return
-        self._table[slots] = _rows(piece, arr, points, axes)
+        self._table[slots] = self._rows_of(piece, arr, points, axes)
         cells = np.floor(points / GRID_CELL).astype(np.int64).tolist()
         for i, (slot, cell) in enumerate(zip(slots, cells, strict=True)):
             if arr.axle[i]:
@@ -208,12 +214,21 @@ class ConnectorGrid:
                     del self._cells[key]
         self._free.extend(slots)
 
+    def _rows_of(self, piece: int, arr: PartArrays, points: np.ndarray, axes: np.ndarray) -> np.ndarray:
+        """Rows of a piece, reused between the joint search and the insertion of the same piece."""
+        last = self.__dict__.get("_last_rows")
+        if last is not None and last[0] == piece and last[1] is points:
+            return last[2]
+        rows = _rows(piece, arr, points, axes)
+        self._last_rows = (piece, points, rows)
+        return rows
+
     def candidates(self, piece: int, part: Part, points: np.ndarray, axes: np.ndarray) -> Pairs:
         """Pairs of this piece's connectors with indexed connectors within reach."""
         arr = part_arrays(part)
         if not len(points):
             return _EMPTY
-        rows = _rows(piece, arr, points, axes)
+        rows = self._rows_of(piece, arr, points, axes)
         plain = ~arr.axle
         out = []
         if plain.any():
