@@ -175,6 +175,19 @@ def _ask(judge: JudgeBackend, requests: Sequence[JudgeRequest], again: bool) -> 
     return replies
 
 
+def _open_record(term: Any, ctx: RewardContext, fields: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Start a term's log record in ``ctx.cache`` and apply the validity gate: (record, judge it?)."""
+    term.stats["calls"] += 1
+    record: dict[str, Any] = {**fields, "parsed": False, "attempts": 0, "skipped": None, "value": 0.0}
+    ctx.cache[term.name] = record
+    if term.gate_on_validity and _is_invalid(ctx):
+        term.stats["gated_out"] += 1
+        record["skipped"] = "invalid"
+        return record, False
+    term.stats["judged"] += 1
+    return record, True
+
+
 def _is_invalid(ctx: RewardContext) -> bool:
     report = ctx.report
     if report is None:
@@ -284,25 +297,11 @@ class VQATerm(_JudgeTerm):
         return float(soft_gated(self.questions, p_yes))
 
     def __call__(self, ctx: RewardContext) -> float:
-        self.stats["calls"] += 1
-        record: dict[str, Any] = {
-            "reply": None,
-            "replies": [],
-            "answers": None,
-            "gated": None,
-            "flat": None,
-            "soft": None,
-            "parsed": False,
-            "attempts": 0,
-            "skipped": None,
-            "value": 0.0,
-        }
-        ctx.cache[self.name] = record
-        if self.gate_on_validity and _is_invalid(ctx):
-            self.stats["gated_out"] += 1
-            record["skipped"] = "invalid"
+        record, judge = _open_record(
+            self, ctx, {"reply": None, "replies": [], "answers": None, "gated": None, "flat": None, "soft": None}
+        )
+        if not judge:
             return 0.0
-        self.stats["judged"] += 1
         request = self.request(ctx.assembly)
         n = len(self.questions)
         for attempt in range(1 + self.retries):
@@ -430,21 +429,9 @@ class PairwiseTerm(_JudgeTerm):
         )
 
     def __call__(self, ctx: RewardContext) -> float:
-        self.stats["calls"] += 1
-        record: dict[str, Any] = {
-            "replies": [None, None],
-            "choices": [None, None],
-            "parsed": False,
-            "attempts": 0,
-            "skipped": None,
-            "value": 0.0,
-        }
-        ctx.cache[self.name] = record
-        if self.gate_on_validity and _is_invalid(ctx):
-            self.stats["gated_out"] += 1
-            record["skipped"] = "invalid"
+        record, judge = _open_record(self, ctx, {"replies": [None, None], "choices": [None, None]})
+        if not judge:
             return 0.0
-        self.stats["judged"] += 1
         requests = self.requests(ctx.assembly)
         todo = [0, 1]
         for attempt in range(1 + self.retries):
