@@ -310,3 +310,24 @@ def test_heuristic_blueprints_are_valid(prompt: str) -> None:
         assert result.ok, result.text
     assert plan.pieces == len(session.assembly) >= 10
     assert session.call("check").data["valid"], session.call("check").text
+
+
+def test_transcripts_read_back_and_malformed_ones_name_the_line(tmp_path: Path, capsys) -> None:
+    from brick_gym.agents.adapter import read_transcript, summarise_transcript
+    from brick_gym.cli import main
+
+    out = tmp_path / "ep"
+    result = run_episode(BenchTask("t-1", "a red tower"), make_client("heuristic"), out, EpisodeConfig(render=False))
+    summary = summarise_transcript(read_transcript(out / "transcript.jsonl"))
+    assert summary["stop_reason"] == result.stop_reason == "finish"
+    assert summary["tool_calls"] == result.tool_calls and summary["turns"] == result.turns
+    assert main(["bench", "transcript", str(out / "transcript.jsonl"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tool_calls"] == result.tool_calls
+    bad = tmp_path / "bad.jsonl"
+    lines = (out / "transcript.jsonl").read_text().splitlines()
+    bad.write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n")
+    assert main(["bench", "transcript", str(bad)]) == 2
+    assert "bad.jsonl:2" in capsys.readouterr().err
+    bad.write_text('{"seq": "x", "type": "message"}\n')
+    assert main(["bench", "transcript", str(bad)]) == 2
+    assert "bad.jsonl:1" in capsys.readouterr().err

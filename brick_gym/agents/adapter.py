@@ -472,3 +472,46 @@ def _deliver(
         tool_errors=stats["tool_errors"],
         reward_terms=terms,
     )
+
+
+TRANSCRIPT_TYPES = ("episode", "message", "tool_result", "event")
+
+
+class TranscriptError(ValueError):
+    """A malformed ``transcript.jsonl``; the message names the file and line."""
+
+
+def read_transcript(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records of a transcript, validated: each line a JSON object with an integer ``seq`` and a known
+    ``type``; a bad line raises :class:`TranscriptError` naming it."""
+    from ..fileio import iter_jsonl
+
+    records = []
+    for where, obj in iter_jsonl(path, TranscriptError):
+        if not isinstance(obj, dict):
+            raise TranscriptError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        if not isinstance(obj.get("seq"), int) or obj.get("type") not in TRANSCRIPT_TYPES:
+            raise TranscriptError(f"{where}: a record needs an integer 'seq' and a 'type' in {TRANSCRIPT_TYPES}")
+        records.append(obj)
+    return records
+
+
+def summarise_transcript(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Turns, tool calls and their errors, tokens, cost and how the episode ended, from transcript records."""
+    messages = [r for r in records if r["type"] == "message" and r.get("role") == "assistant"]
+    results = [r for r in records if r["type"] == "tool_result"]
+    end = next((r for r in reversed(records) if r["type"] == "event" and r.get("event") == "end"), {})
+    tokens: dict[str, int] = {}
+    for m in messages:
+        for k, v in (m.get("usage") or {}).items():
+            if isinstance(v, int):
+                tokens[k] = tokens.get(k, 0) + v
+    costs = [m.get("cost_usd") for m in messages]
+    return {
+        "turns": len(messages),
+        "tool_calls": len(results),
+        "tool_errors": sum(1 for r in results if not r.get("ok", True)),
+        "tokens": tokens,
+        "cost_usd": sum(costs) if costs and all(isinstance(c, int | float) for c in costs) else None,
+        "stop_reason": end.get("stop_reason"),
+    }

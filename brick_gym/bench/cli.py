@@ -24,6 +24,7 @@ __all__ = [
     "cmd_run",
     "cmd_score",
     "cmd_submit",
+    "cmd_transcript",
     "cmd_verify",
     "main",
     "make_judge",
@@ -274,12 +275,33 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if summary["invalid"] == 0 else 1
 
 
+def cmd_transcript(args: argparse.Namespace) -> int:
+    """Summarise an episode's ``transcript.jsonl`` (turns, tool calls and errors, tokens, cost, stop reason)."""
+    from ..agents.adapter import TranscriptError, read_transcript, summarise_transcript
+
+    try:
+        summary = summarise_transcript(read_transcript(args.path))
+    except (TranscriptError, OSError) as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        for key, value in summary.items():
+            print(f"{key:<12} {value}")
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Parser
 # ---------------------------------------------------------------------------------------------------------------
 
 
 def _add_subcommands(sub: Any) -> None:
+    p = sub.add_parser("transcript", help="summarise an episode's transcript.jsonl")
+    p.add_argument("path")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_transcript)
+
     p = sub.add_parser("run", help="run an agent on a task file (resumable; one folder per task)")
     p.add_argument("--tasks", help="BrickBench tasks.json (default: the project's benchmark/<setting>/tasks.json)")
     p.add_argument("--setting", required=True, help="model, set or alt-build")
