@@ -7,8 +7,11 @@ here reads the assembly's incremental caches: that is what lets tests compare th
 
 from __future__ import annotations
 
+import gc
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,8 +70,26 @@ class Report:
         return "\n".join(lines)
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector during a burst of short-lived, cycle-free allocations (tens of thousands
+    of joint tuples): otherwise it runs dozens of times and scans every live object each time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
     """Every joint among ``pieces`` by BrickNet's pairing rules; exclusive connectors keep their best partner."""
+    with _collector_paused():
+        return _joints_from_scratch(pieces)
+
+
+def _joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
     chosen = jx.select(jx.scratch_candidates(pieces), set())
     joints = [Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in chosen]
     return sorted(joints, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
