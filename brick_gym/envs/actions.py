@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -107,12 +108,14 @@ class TargetSlots:
         self._known: dict[int, object] = {}
         self._neighbours: dict[int, list[int]] = {}
         self._refs: dict[int, list[ConnectorRef]] = {}
+        self._order: list[int] = []
+        """Piece ids of ``_refs`` in ascending order (kept sorted on insert and delete)."""
 
     def slots(self, assembly: Assembly, limit: int) -> list[ConnectorRef]:
         """The first ``limit`` target slots, identical to ``target_slots(assembly, palette, limit)``."""
         self._sync(assembly)
         out: list[ConnectorRef] = []
-        for pid in sorted(self._refs):
+        for pid in self._order:
             out.extend(self._refs[pid])
             if len(out) >= limit:
                 return out[:limit]
@@ -121,7 +124,7 @@ class TargetSlots:
     def _sync(self, assembly: Assembly) -> None:
         pieces = assembly.pieces
         if assembly is not self._owner:
-            self._owner, self._known, self._neighbours, self._refs = assembly, {}, {}, {}
+            self._owner, self._known, self._neighbours, self._refs, self._order = assembly, {}, {}, {}, []
         changed = {k for k, v in self._known.items() if pieces.get(k) is not v}
         changed |= {k for k, v in pieces.items() if self._known.get(k) is not v}
         if not changed:
@@ -133,11 +136,14 @@ class TargetSlots:
                 touched.update(assembly.neighbours(pid))
         for pid in touched:
             if pid in pieces:
+                if pid not in self._refs:
+                    bisect.insort(self._order, pid)
                 self._refs[pid] = _free_mateable(assembly, pid, self.sources)
                 self._neighbours[pid] = assembly.neighbours(pid)
                 self._known[pid] = pieces[pid]
             else:
-                self._refs.pop(pid, None)
+                if self._refs.pop(pid, None) is not None:
+                    self._order.pop(bisect.bisect_left(self._order, pid))
                 self._neighbours.pop(pid, None)
                 self._known.pop(pid, None)
 

@@ -56,6 +56,8 @@ class ObservationBuilder:
         self._piece_rows: dict[int, tuple[Piece, tuple[float, ...]]] = {}
         self._target_rows: dict[ConnectorRef, tuple[Piece, tuple[float, ...]]] = {}
         self._agreements: dict[tuple, tuple[float, float]] = {}
+        self._block: np.ndarray | None = None
+        self._block_pieces: list[Piece] = []
 
     def space(self):  # -> gymnasium.spaces.Dict
         """The observation space."""
@@ -90,11 +92,7 @@ class ObservationBuilder:
     ) -> dict[str, np.ndarray]:
         """The observation for the current state."""
         c = self.config
-        pieces = np.zeros((c.max_pieces, 8), dtype=np.float32)
-        ids = sorted(assembly.pieces)[: c.max_pieces]
-        if ids:
-            pieces[: len(ids), :7] = [self._piece_row(assembly[i]) for i in ids]
-            pieces[: len(ids), 7] = [assembly.degree(i) / 8.0 for i in ids]
+        pieces = self._pieces_block(assembly)
         tgt = np.zeros((c.max_targets, 7), dtype=np.float32)
         if targets:
             shown = targets[: c.max_targets]
@@ -138,6 +136,25 @@ class ObservationBuilder:
                 self._agreements.clear()
             hit = self._agreements[key] = piece_agreement(grid, slot.stem, slot.colour, pose)
         return hit
+
+    def _pieces_block(self, assembly: Assembly) -> np.ndarray:
+        """The ``pieces`` slice, updated in place: rows already written for the same piece objects are kept, so a
+        step that adds one piece writes one row (plus the joint counts)."""
+        c = self.config
+        ids = sorted(assembly.pieces)[: c.max_pieces]
+        block, shown = self._block, self._block_pieces
+        if block is None:
+            block = self._block = np.zeros((c.max_pieces, 8), dtype=np.float32)
+        for row, pid in enumerate(ids):
+            piece = assembly[pid]
+            if row >= len(shown) or shown[row] is not piece:
+                block[row, :7] = self._piece_row(piece)
+                del shown[row:]
+                shown.append(piece)
+        block[len(ids) :] = 0.0
+        del shown[len(ids) :]
+        block[: len(ids), 7] = [assembly.degree(i) / 8.0 for i in ids]
+        return block.copy()
 
     def _piece_row(self, piece: Piece) -> tuple[float, ...]:
         """present, palette index / P, x, height, z, cos yaw, sin yaw — memoised per piece object."""
