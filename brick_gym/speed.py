@@ -21,18 +21,23 @@ from .examples import running_bond_wall
 WALL_BRICKS_PER_COURSE = 40
 
 
-class _TimedAssembly(Assembly):
-    """An assembly that records how long each placement took, keyed by the piece count before it."""
+class _Recorder(Assembly):
+    """Records every applied placement (so a build can be replayed through the env) and how long each took,
+    keyed by the piece count before it."""
 
     def __init__(self) -> None:
         super().__init__(name="wall")
+        self.log: list[Placement] = []
         self.timings: list[tuple[int, float]] = []
 
-    def place(self, placement: Placement) -> Outcome:
+    def place(self, placement: Placement, *, dry_run: bool = False) -> Outcome:
         n = len(self.pieces)
         t = time.perf_counter()
-        outcome = super().place(placement)
-        self.timings.append((n, time.perf_counter() - t))
+        outcome = super().place(placement, dry_run=dry_run)
+        if not dry_run:
+            self.timings.append((n, time.perf_counter() - t))
+            if outcome.ok:
+                self.log.append(placement)
         return outcome
 
 
@@ -93,7 +98,7 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     )
     catalog()
     running_bond_wall(5, 4)  # warm part caches and the pair-verdict memo
-    wall = _TimedAssembly()
+    wall = _Recorder()
     running_bond_wall(WALL_BRICKS_PER_COURSE, _courses_for(max(sizes)), into=wall)
     figures["placement_us"] = {str(n): _window_median_us(wall.timings, min(n, len(wall) - 25)) for n in sizes}
     figures["wall_pieces"] = len(wall)
@@ -117,20 +122,6 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     figures.update(_render_figures(quick))
     figures.update(_env_figures(sizes[:2]))
     return figures
-
-
-class _Recorder(Assembly):
-    """Records every applied placement, so a build can be replayed through the env."""
-
-    def __init__(self) -> None:
-        super().__init__(name="wall")
-        self.log: list[Placement] = []
-
-    def place(self, placement: Placement, *, dry_run: bool = False) -> Outcome:
-        outcome = super().place(placement, dry_run=dry_run)
-        if outcome.ok and not dry_run:
-            self.log.append(placement)
-        return outcome
 
 
 def _env_step_vs_place_us(n_pieces: int, steps: int = 40) -> tuple[float, float]:
