@@ -51,11 +51,6 @@ def world_aabb(stem: str, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pts[:, :3].min(axis=0), pts[:, :3].max(axis=0)
 
 
-def pair_collides(stem_a: str, pose_a: np.ndarray, stem_b: str, pose_b: np.ndarray) -> bool:
-    """Whether two pieces overlap by more than BrickBench's allowance (memoised on the relative pose)."""
-    return bool(pair_verdicts([stem_a], pose_a[None], [stem_b], pose_b[None])[0])
-
-
 def _relatives(pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
     """(n, 3, 4) poses of b in a's frame."""
     ra = np.transpose(pa[:, :3, :3], (0, 2, 1))

@@ -97,11 +97,6 @@ def _archive(category: str) -> zipfile.ZipFile:
     return zipfile.ZipFile(str(root / f"{category}.zip"))
 
 
-def has_mesh(stem: str) -> bool:
-    """Whether the offline store holds a mesh for this LDraw part stem."""
-    return stem.lower() in _mesh_index()
-
-
 def _freeze(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
     return a

@@ -29,7 +29,6 @@ best alignments.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -470,15 +469,6 @@ def target_tensor(grid: VoxelGrid, shape: tuple[int, int, int] = (16, 16, 16)) -
     oz = g.origin[2] + (g.shape[2] - 1) // 2 - shape[2] // 2
     origin = (ox, g.origin[1], oz)
     return g.to_dense(shape, origin).astype(np.float32)
-
-
-def as_grid(model: Any, pitch: tuple[float, float, float] = DEFAULT_PITCH) -> VoxelGrid:
-    """A grid from a grid (returned as is) or anything :func:`voxelize` takes."""
-    if isinstance(model, VoxelGrid):
-        return model
-    if isinstance(model, Iterable) or hasattr(model, "pieces"):
-        return voxelize(model, pitch)
-    raise TypeError(f"cannot voxelise {type(model).__name__}")
 
 
 def piece_agreement(grid: VoxelGrid, stem: str, colour: int, pose: np.ndarray) -> tuple[float, float]:

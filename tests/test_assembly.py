@@ -150,8 +150,11 @@ def test_remove_splits_components() -> None:
     mid = a.attach("3001", "red", to="0.stud[0]").piece
     top = a.attach("3001", "red", to=f"{mid}.stud[0]").piece
     assert len(a.components) == 1
+    assert a.component_of(0) == a.component_of(top)
     a.remove(mid)
     assert a.components == [[0], [top]]
+    assert a.component_of(0) != a.component_of(top)
+    assert a.component_count == 2
     assert consistency_errors(a) == []
 
 
