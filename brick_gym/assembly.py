@@ -206,6 +206,8 @@ class Assembly:
         self._conn_grid = jx.ConnectorGrid()
         self._collisions = CollisionIndex()
         self._history: list[tuple] = []
+        self.revision = 0
+        """Counts committed changes (pieces added or removed): caches compare it to know they are current."""
 
     # ----- queries -------------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -512,6 +514,7 @@ class Assembly:
 
     def _insert(self, piece: Piece, joints: Iterable[Joint]) -> None:
         pid = piece.id
+        self.revision += 1
         self.pieces[pid] = piece
         self.usage[(piece.part.stem, piece.colour)] += 1
         self._collisions.add(pid, piece.part.stem, piece.pose)
@@ -538,6 +541,7 @@ class Assembly:
 
     def _detach(self, pid: int) -> list[Joint]:
         piece = self.pieces.pop(pid)
+        self.revision += 1
         key = (piece.part.stem, piece.colour)
         self.usage[key] -= 1
         if self.usage[key] <= 0:

@@ -182,6 +182,24 @@ def _corners(stem: str) -> np.ndarray:
     return np.hstack([corners, np.ones((8, 1))])
 
 
+def world_bounds(stem: str, poses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n, 3) low and high corners, in (x, up, z) LDU with up = −y, of ``stem``'s mesh bounds at each of ``poses``
+    (n, 4, 4): the boxes :func:`voxelize` fills."""
+    pts = np.einsum("kj,nij->nki", _corners(stem), np.asarray(poses, dtype=np.float64).reshape(-1, 4, 4))[..., :3]
+    lo, hi = pts.min(axis=1), pts.max(axis=1)
+    return np.stack([lo[:, 0], -hi[:, 1], lo[:, 2]], axis=-1), np.stack([hi[:, 0], -lo[:, 1], hi[:, 2]], axis=-1)
+
+
+def cell_ranges(
+    lo_up: np.ndarray, hi_up: np.ndarray, pitch: np.ndarray, phase: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusive lattice index ranges ``[a, b]`` of the cells whose centres ``phase + (i + 0.5) * pitch`` lie in
+    the boxes ``[lo_up, hi_up]`` (an empty range has some ``b < a``)."""
+    a = np.ceil((lo_up - phase) / pitch - 0.5 - 1e-9).astype(np.int64)
+    b = np.floor((hi_up - phase) / pitch - 0.5 + 1e-9).astype(np.int64)
+    return a, b
+
+
 def _items(model: Any) -> list[tuple[int, str, int, np.ndarray]]:
     """(id, stem, colour, pose) for an Assembly, Pieces, or (stem, colour, pose) tuples (id = position)."""
     pieces = model.pieces.values() if hasattr(model, "pieces") and isinstance(model.pieces, dict) else model
@@ -237,16 +255,13 @@ def voxelize(
     p = np.asarray(pitch, dtype=np.float64)
     pieces = []
     for pid, stem, code, pose in _items(assembly_or_pieces):
-        pts = (_corners(stem) @ pose.T)[:, :3]
-        lo, hi = pts.min(axis=0), pts.max(axis=0)
-        pieces.append((pid, stem, code, pose, np.array([lo[0], -hi[1], lo[2]]), np.array([hi[0], -lo[1], hi[2]])))
+        lo_up, hi_up = world_bounds(stem, pose)
+        pieces.append((pid, stem, code, pose, lo_up[0], hi_up[0]))
     phase = np.asarray(_phase([pc[4] for pc in pieces], p) if offset is None else offset, dtype=np.float64)
     phase = phase % p
     boxes = []
     for pid, stem, code, pose, lo_up, hi_up in pieces:
-        # cell i is filled when its centre phase + (i + 0.5) * pitch lies in [lo, hi]  (x, up, z)
-        a = np.ceil((lo_up - phase) / p - 0.5 - 1e-9).astype(np.int64)
-        b = np.floor((hi_up - phase) / p - 0.5 + 1e-9).astype(np.int64)
+        a, b = cell_ranges(lo_up, hi_up, p, phase)
         if np.any(b < a):
             continue
         mask = None
@@ -475,6 +490,15 @@ def piece_agreement(grid: VoxelGrid, stem: str, colour: int, pose: np.ndarray) -
     """(fraction of the piece's cells that ``grid`` fills, fraction it fills in the same colour), with the piece
     voxelised on ``grid``'s own lattice (world-aligned: for a Fidelity task, the target and the build share
     their base plate's frame). A piece with no cells scores (0, 0)."""
+    if _hull_planes(stem) is None:  # a box part: its cells are one index range, counted by slicing
+        a, b = cell_ranges(*world_bounds(stem, pose), np.asarray(grid.pitch), np.asarray(grid.offset) % grid.pitch)
+        a, b = a[0] - np.asarray(grid.origin), b[0] - np.asarray(grid.origin)
+        total = int(np.prod(np.maximum(b - a + 1, 0)))
+        if not total:
+            return 0.0, 0.0
+        box = tuple(slice(max(int(lo), 0), max(int(hi) + 1, 0)) for lo, hi in zip(a, b, strict=True))
+        filled = grid.occupancy[box]
+        return float(filled.sum()) / total, float((filled & (grid.colours[box] == colour)).sum()) / total
     cells = voxelize([(stem, colour, pose)], grid.pitch, grid.offset).indices() - np.asarray(grid.origin)
     if not len(cells):
         return 0.0, 0.0

@@ -12,9 +12,11 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +26,9 @@ from ..catalog import Connector, Part
 from ..catalog import part as get_part
 from ..collision import BoxGrid, world_aabb
 from ..colours import colour as get_colour
+
+if TYPE_CHECKING:
+    from .proposals import TargetRanking
 
 YAWS = (0.0, 90.0, 180.0, 270.0)
 
@@ -76,6 +81,12 @@ def _source_types(palette: tuple[PaletteSlot, ...]) -> tuple[Connector, ...]:
 @cache
 def _mates_any(part: Part, index: int, sources: tuple[Connector, ...]) -> bool:
     return any(cx.mates(part.connectors[index], s) for s in sources)
+
+
+@cache
+def _combos(slot: PaletteSlot, target: Connector) -> tuple[tuple[int, float], ...]:
+    """(source index, yaw) pairs of ``slot`` that mate ``target``, source-major."""
+    return tuple((s, yaw) for s in range(len(slot.sources)) if cx.mates(target, slot.source(s)) for yaw in YAWS)
 
 
 def _free_mateable(assembly: Assembly, pid: int, sources: tuple[Connector, ...]) -> list[ConnectorRef]:
@@ -224,6 +235,7 @@ class LegalityMemo:
 
     def __init__(self) -> None:
         self._owner: Assembly | None = None
+        self._revision = -1
         self._known: dict[int, object] = {}
         self._verdicts: dict[tuple, bool] = {}
         self._poses: dict[tuple, np.ndarray | None] = {}
@@ -231,7 +243,8 @@ class LegalityMemo:
         self._by_piece: dict[int, set[tuple]] = {}
 
     @staticmethod
-    def _key(placement: Placement) -> tuple:
+    def key(placement: Placement) -> tuple:
+        """What a verdict is remembered under: (target connector, part, source, yaw)."""
         t = placement.target
         assert t is not None
         return (t.piece, t.group, t.index, str(placement.part), placement.source, placement.yaw)
@@ -239,7 +252,7 @@ class LegalityMemo:
     def legal(self, assembly: Assembly, placement: Placement) -> bool:
         """The dry-run verdict of ``placement`` (memoised)."""
         self._sync(assembly)
-        key = self._key(placement)
+        key = self.key(placement)
         hit = self._verdicts.get(key)
         if hit is None:
             hit = assembly.evaluate(placement).ok
@@ -254,15 +267,16 @@ class LegalityMemo:
     def pose(self, assembly: Assembly, placement: Placement) -> np.ndarray | None:
         """The pose ``placement`` gives its part (memoised with the verdict)."""
         self.legal(assembly, placement)
-        return self._poses[self._key(placement)]
+        return self._poses[self.key(placement)]
 
     def _sync(self, assembly: Assembly) -> None:
         if assembly is not self._owner:
             self.__init__()  # type: ignore[misc]
             self._owner = assembly
-        pieces = assembly.pieces
-        if len(pieces) == len(self._known) and all(pieces.get(k) is v for k, v in self._known.items()):
+        if assembly.revision == self._revision:
             return
+        self._revision = assembly.revision
+        pieces = assembly.pieces
         changed = [(k, v) for k, v in self._known.items() if pieces.get(k) is not v]
         changed += [(k, v) for k, v in pieces.items() if self._known.get(k) is not v]
         for pid, piece in changed:
@@ -303,15 +317,25 @@ class CandidateCodec:
         """The STOP action."""
         return self.max_candidates
 
-    def candidates(self, assembly: Assembly, targets: Sequence[ConnectorRef]) -> list[tuple[int, Placement]]:
-        """Legal placements (palette index, placement), round-robin over target slots so that every region of
-        the model is offered; each is checked with a (memoised) dry run."""
+    def candidates(
+        self, assembly: Assembly, targets: Sequence[ConnectorRef], ranking: TargetRanking | None = None
+    ) -> list[tuple[int, Placement]]:
+        """Legal placements (palette index, placement), each checked with a (memoised) dry run. First those
+        ``ranking`` puts first when one is given (tasks with a target: placements that fill the unbuilt target),
+        then round-robin over target slots, each slot starting at a different palette slot, so that every region
+        of the model and every part and colour is offered."""
         stock = _in_stock(assembly, self.palette)
         if not any(stock):
             return []
-        per_target = [self._options(assembly, t, stock) for t in targets]
+        options: Iterator[tuple[int, Placement]] = _round_robin(
+            [self._options(assembly, t, stock, n) for n, t in enumerate(targets)]
+        )
+        if ranking is not None:
+            ranked = ranking.order(assembly, targets, stock, min(self.max_attempts, 4 * self.max_candidates))
+            seen = {LegalityMemo.key(p) for _, p in ranked}
+            options = itertools.chain(ranked, (o for o in options if LegalityMemo.key(o[1]) not in seen))
         out: list[tuple[int, Placement]] = []
-        for attempts, option in enumerate(_round_robin(per_target), start=1):
+        for attempts, option in enumerate(options, start=1):
             if self.memo.legal(assembly, option[1]):
                 out.append(option)
                 if len(out) >= self.max_candidates:
@@ -320,15 +344,24 @@ class CandidateCodec:
                 break
         return out
 
-    def _options(self, assembly: Assembly, target: ConnectorRef, stock: list[bool]) -> Iterator[tuple[int, Placement]]:
+    def _options(
+        self, assembly: Assembly, target: ConnectorRef, stock: list[bool], rotation: int
+    ) -> Iterator[tuple[int, Placement]]:
+        """Placements at one slot, lazily: the first (source, yaw) of every palette slot in stock, then the second,
+        and so on, with the palette order rotated by ``rotation``."""
         t_conn = assembly[target.piece].part.connector(target.group, target.index)
-        for p, slot in enumerate(self.palette):
-            if not stock[p]:
-                continue
-            for s in range(len(slot.sources)):
-                if cx.mates(t_conn, slot.source(s)):
-                    for yaw in YAWS:
-                        yield p, Placement(slot.stem, slot.colour, target, slot.sources[s], yaw)
+        n = len(self.palette)
+        order = [p for p in ((rotation + i) % n for i in range(n)) if stock[p]]
+        depth = 0
+        while order:
+            left = []
+            for p in order:
+                combos = _combos(self.palette[p], t_conn)
+                if depth < len(combos):
+                    left.append(p)
+                    slot, (s, yaw) = self.palette[p], combos[depth]
+                    yield p, Placement(slot.stem, slot.colour, target, slot.sources[s], yaw)
+            order, depth = left, depth + 1
 
     def decode(self, action: object, candidates: Sequence[tuple[int, Placement]]) -> Decoded:
         """Read an action against the current candidate list."""

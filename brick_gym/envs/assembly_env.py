@@ -25,6 +25,7 @@ from ..rewards.terms import RewardContext, RewardSpec, current_fidelity, standar
 from ..rules import Rules
 from .actions import CandidateCodec, FactoredCodec, PaletteSlot, TargetSlots, make_palette
 from .observations import ObservationBuilder, ObservationConfig, yaw_of
+from .proposals import TargetRanking
 
 DEFAULT_PALETTE = tuple(
     (stem, colour)
@@ -57,6 +58,9 @@ class EnvConfig:
     max_candidates: int = 64
     target_size: int = 12
     encoding: str = "factored"
+    rank_by_target: bool = True
+    """Candidate encoding, tasks with a target: list the placements that fill the unbuilt target first
+    (:mod:`~brick_gym.envs.proposals`); False keeps the connector round-robin order of tasks without one."""
 
 
 TaskSource = Callable[[np.random.Generator], EnvTask]
@@ -267,8 +271,23 @@ class BrickAssemblyEnv(gym.Env):
         self._targets: list = []
         self._candidates: list = []
         self._candidate_poses: list = []
+        self._ranking = self._ranking_for(self.task)
         self._initial_stock = self._stock_of(self.task)
         self._t0 = time.perf_counter()
+
+    def _ranking_for(self, task: EnvTask) -> TargetRanking | None:
+        """The candidate order for ``task`` (one per target grid, kept across episodes on the same target)."""
+        if not isinstance(self.codec, CandidateCodec) or not self.config.rank_by_target or task.target_voxels is None:
+            return None
+        cached = getattr(self, "_rankings", None)
+        if cached is None:
+            cached = self._rankings = {}
+        key = id(task.target_voxels)
+        if key not in cached or cached[key].grid is not task.target_voxels:
+            if len(cached) > 64:
+                cached.clear()
+            cached[key] = TargetRanking(task.target_voxels, self.palette)
+        return cached[key]
 
     def _stock_of(self, task: EnvTask) -> list[int | None]:
         inv = task.rules.inventory
@@ -279,7 +298,7 @@ class BrickAssemblyEnv(gym.Env):
     def _refresh(self) -> None:
         self._targets = self._slots.slots(self.assembly, self.config.max_targets)
         if isinstance(self.codec, CandidateCodec):
-            self._candidates = self.codec.candidates(self.assembly, self._targets)
+            self._candidates = self.codec.candidates(self.assembly, self._targets, self._ranking)
             self._candidate_poses = [self.codec.memo.pose(self.assembly, p) for _, p in self._candidates]
 
     def _any_move_possible(self) -> bool:
