@@ -3,9 +3,9 @@ placement ranked by how much of the still unbuilt target its piece would fill, i
 
 Why: the candidate list is short (N) while a few free studs already take thousands of placements, so the order
 the codec tries them in decides what a policy can do at all. With a target, the useful placements are the ones
-that fill it. Scores come from summed-volume tables, so ranking thousands of placements costs a few array
-operations per step. A score is over the piece's bounding box on the target's lattice: exact for bricks and
-plates, generous for slopes; the observation's agreement features stay exact.
+that fill it. Scores come from summed-volume tables over each piece's box on the target's lattice (bricks and
+plates are boxes; slopes are counted over their own cells), so ranking thousands of placements costs a few array
+operations per step.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 from .. import connectors as cx
 from ..assembly import Assembly, ConnectorRef, Placement
 from ..catalog import Connector
-from ..voxels import VoxelGrid, cell_ranges, voxelize, world_bounds
+from ..voxels import VoxelGrid, _hull_planes, cell_ranges, voxelize, world_bounds
 from .actions import YAWS, PaletteSlot
 
 
@@ -63,6 +63,9 @@ class TargetRanking:
         self._stem_of_slot = stem_of
         self._channel_of_slot = np.array([1 + colours.index(s.colour) for s in self.palette], dtype=np.int64)
         self._slot_rows: dict[ConnectorRef, tuple[object, np.ndarray]] = {}
+        self._shapes: list[np.ndarray] = []
+        """Cell offsets from the box's low corner of a non-box part in one orientation (rows' last column)."""
+        self._shape_of: dict[tuple[str, bytes], int] = {}
 
     def _stem_options(self, stem: str, sources: tuple[tuple[str, int], ...], slots: tuple[int, ...]) -> _StemOptions:
         part = self.palette[slots[0]].part
@@ -76,9 +79,9 @@ class TargetRanking:
     ) -> list[tuple[int, Placement]]:
         """Up to ``limit`` (palette index, placement) pairs at ``targets`` whose piece would fill some unbuilt
         target cell, best first. Only in-stock parts whose source mates the slot; score = (unbuilt target cells in
-        the piece's box + those in its colour) / box cells; placements whose box meets a built cell (they collide,
-        bar slopes nestled in each other's box) come after the rest; ties in slot, palette, source, yaw order. A
-        part in a colour with the same box is listed once."""
+        the piece's cells + those in its colour) / its cells; placements that meet a built cell (they collide)
+        come after the rest; ties go to the larger piece, then in slot,
+        palette, source, yaw order. A part in a colour with the same box is listed once."""
         if not targets or not any(stock):
             return []
         per_slot = [self._rows(assembly, ref) for ref in targets]
@@ -86,7 +89,9 @@ class TargetRanking:
         t_of = np.repeat(np.arange(len(targets)), [len(r) for r in per_slot])
         a, b = rows[:, 2:5], rows[:, 5:8]
         volume = np.maximum(np.prod(np.maximum(b - a + 1, 0), axis=1), 1)
-        sums = self._box_sums(self._tables(assembly), a, b)  # remaining, remaining per colour, built
+        cells, table = self._tables(assembly)
+        sums = self._box_sums(table, a, b)  # remaining, remaining per colour, built
+        self._exact_shapes(cells, rows, sums, volume)
         hit = np.flatnonzero(sums[:, 0] > 0)
         # (row, palette slot) pairs: the slot uses the row's part and is in stock
         usable = (rows[hit, :1] == self._stem_of_slot[None, :]) & np.asarray(stock, dtype=bool)[None, :]
@@ -97,7 +102,7 @@ class TargetRanking:
         if len(r) > 4 * limit:  # the best 4 * limit before the exact sort (duplicates are dropped after)
             keep = np.argpartition(blocked * 10.0 - score, 4 * limit)[: 4 * limit]
             r, p, score, blocked = r[keep], p[keep], score[keep], blocked[keep]
-        order = np.lexsort((rows[r, 1], p, t_of[r], -score, blocked))
+        order = np.lexsort((rows[r, 1], p, t_of[r], -volume[r], -score, blocked))
         r, p = r[order], p[order]
         _, first = np.unique(np.column_stack([p, a[r], b[r]]), axis=0, return_index=True)
         first = np.sort(first)[:limit]
@@ -109,9 +114,32 @@ class TargetRanking:
             out.append((int(slot), Placement(palette.stem, palette.colour, targets[t], source, YAWS[j % len(YAWS)])))
         return out
 
+    def _exact_shapes(self, cells: np.ndarray, rows: np.ndarray, sums: np.ndarray, volume: np.ndarray) -> None:
+        """Recount, in place, the rows of parts that are not boxes (slopes) over their own cells."""
+        for code in np.unique(rows[:, 8][rows[:, 8] >= 0]):
+            idx = np.flatnonzero(rows[:, 8] == code)
+            offsets = self._shapes[int(code)]
+            pts = rows[idx, None, 2:5] + offsets[None]  # (n, m, 3)
+            inside = np.all((pts >= 0) & (pts < np.asarray(cells.shape[1:])), axis=-1)
+            pts = np.where(inside[..., None], pts, 0)
+            picked = cells[:, pts[..., 0], pts[..., 1], pts[..., 2]] & inside  # (channels, n, m)
+            sums[idx] = picked.sum(axis=-1).T
+            volume[idx] = max(len(offsets), 1)
+
+    def _shape_code(self, stem: str, pose: np.ndarray, low: np.ndarray) -> int:
+        """The index of ``stem``'s cell offsets in ``pose``'s orientation, found by voxelising it once."""
+        key = (stem, np.round(pose[:3, :3]).astype(np.int8).tobytes())
+        code = self._shape_of.get(key)
+        if code is None:
+            piece = voxelize([(stem, 0, pose)], self.grid.pitch, self.grid.offset)
+            self._shapes.append(piece.indices() - self._origin - low)
+            code = self._shape_of[key] = len(self._shapes) - 1
+        return code
+
     def _rows(self, assembly: Assembly, ref: ConnectorRef) -> np.ndarray:
-        """(n, 8) int rows (part, source * 4 + yaw, box low (3), box high (3)) of every placement at ``ref`` whose
-        source mates it, boxes in cells of the target's array (memoised per host piece object)."""
+        """(n, 9) int rows (part, source * 4 + yaw, box low (3), box high (3), shape code) of every placement at
+        ``ref`` whose source mates it, boxes in cells of the target's array; the shape code is −1 for box parts
+        (bricks, plates), else the index of its cells in :attr:`_shapes` (memoised per host piece object)."""
         host = assembly.pieces[ref.piece]
         hit = self._slot_rows.get(ref)
         if hit is not None and hit[0] is host:
@@ -124,22 +152,25 @@ class TargetRanking:
             mates = np.repeat([cx.mates(t_conn, part.connector(g, i)) for g, i in option.sources], len(YAWS))
             if not mates.any():
                 continue
-            lo, hi = world_bounds(option.stem, frame @ option.local[mates])
-            a, b = cell_ranges(lo, hi, self._pitch, self._phase)
-            j = np.flatnonzero(mates)
-            chunks.append(np.column_stack([np.full(len(j), k), j, a - self._origin, b - self._origin]))
-        rows = np.concatenate(chunks) if chunks else np.zeros((0, 8), dtype=np.int64)
+            poses = frame @ option.local[mates]
+            a, b = cell_ranges(*world_bounds(option.stem, poses), self._pitch, self._phase)
+            a, b = a - self._origin, b - self._origin
+            shape = np.full(len(a), -1)
+            if _hull_planes(option.stem) is not None:
+                shape = np.array([self._shape_code(option.stem, q, lo) for q, lo in zip(poses, a, strict=True)])
+            chunks.append(np.column_stack([np.full(len(a), k), np.flatnonzero(mates), a, b, shape]))
+        rows = np.concatenate(chunks) if chunks else np.zeros((0, 9), dtype=np.int64)
         self._slot_rows[ref] = (host, rows)
         return rows
 
-    def _tables(self, assembly: Assembly) -> np.ndarray:
+    def _tables(self, assembly: Assembly) -> tuple[np.ndarray, np.ndarray]:
         """Summed-volume tables (channels, X + 1, U + 1, Z + 1) over the target's box: the target cells not yet
-        built, the same per palette colour, then the built cells."""
+        built, the same per palette colour, then the built cells; with those cells (channels, X, U, Z)."""
         built = voxelize(assembly, self.grid.pitch, self.grid.offset).to_dense(self.grid.shape, self.grid.origin)
         cells = np.concatenate([self._target & ~built, built[None]])
         table = np.zeros((cells.shape[0], *(n + 1 for n in cells.shape[1:])), dtype=np.int32)
         table[:, 1:, 1:, 1:] = cells.cumsum(1).cumsum(2).cumsum(3)
-        return table
+        return cells, table
 
     @staticmethod
     def _box_sums(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
