@@ -81,8 +81,9 @@ def run_episodes(env: Any, agent: Any, episodes: int, seed: int = 0) -> list[dic
     return results
 
 
-def summarise(results: list[dict[str, Any]]) -> dict[str, float]:
-    """Means over episodes: fidelity, colour fidelity, validity rate, pieces, return, illegal actions."""
+def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over episodes (fidelity, colour fidelity, validity rate, pieces, return, illegal actions) and each
+    episode's fidelity in order (``episode_fidelity``: for paired comparisons on the same targets)."""
 
     def mean(key: str) -> float:
         vals = [float(r[key]) for r in results if r.get(key) is not None]
@@ -96,4 +97,5 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, float]:
         "pieces": mean("pieces"),
         "return": mean("return"),
         "invalid_actions": mean("invalid_actions"),
+        "episode_fidelity": [None if r.get("fidelity") is None else round(float(r["fidelity"]), 6) for r in results],
     }

@@ -844,7 +844,7 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int) -> dict[str,
         t = time.perf_counter()
         summary = evaluate_policy(model, variant.env_id, eval_kwargs, cfg.eval.curve_episodes, seed=EVAL_SEED)
         curve.append({"timesteps": step, **summary})
-        wb.log({"global_step": step, **{f"eval/{k}": v for k, v in summary.items() if k != "episodes"}})
+        wb.log({"global_step": step, **{f"eval/{k}": v for k, v in _scalars(summary).items() if k != "episodes"}})
         overhead[0] += time.perf_counter() - t
 
     task = None
@@ -870,8 +870,8 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int) -> dict[str,
     seconds = float(trained["train_seconds"])
     learn_seconds = max(seconds - overhead[0], 1e-9)
     metrics = {**trained["eval"], "steps_per_second": round(timesteps / learn_seconds, 1)}
-    wb.log({"global_step": timesteps, **{f"eval/final_{k}": v for k, v in metrics.items()}})
-    wandb_info = wb.finish(summary={f"final/{k}": v for k, v in metrics.items()})
+    wb.log({"global_step": timesteps, **{f"eval/final_{k}": v for k, v in _scalars(metrics).items()}})
+    wandb_info = wb.finish(summary={f"final/{k}": v for k, v in _scalars(metrics).items()})
     checkpoints = sorted(str(p.relative_to(run_dir)) for p in (run_dir / "train").glob("checkpoints/*.zip"))
     result = {
         "experiment": cfg.name,
@@ -942,8 +942,8 @@ def run_baseline(ctx: _Context, baseline: str, encoding: str, seed: int) -> dict
         tags=[*cfg.wandb.tags, cfg.size, encoding, "baseline"],
         config=ctx.wandb_config(baseline=baseline, encoding=encoding, seed=seed, env_id=ENCODINGS[encoding]),
     )
-    wb.log({"global_step": 0, **{f"eval/final_{k}": v for k, v in metrics.items()}})
-    wandb_info = wb.finish(summary={f"final/{k}": v for k, v in metrics.items()})
+    wb.log({"global_step": 0, **{f"eval/final_{k}": v for k, v in _scalars(metrics).items()}})
+    wandb_info = wb.finish(summary={f"final/{k}": v for k, v in _scalars(metrics).items()})
     result = {
         "experiment": cfg.name,
         "size": cfg.size,
@@ -1081,6 +1081,49 @@ def run_experiment(
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _scalars(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The numbers of a metrics dict (what wandb charts); per-episode lists stay in ``result.json``."""
+    return {k: v for k, v in metrics.items() if not isinstance(v, list | tuple | dict)}
+
+
+def paired_gains(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every learned row against every baseline row on the same held-out targets: per seed, the mean over targets
+    of (learned − baseline) fidelity (a baseline's run with the same seed, else its first), and over all
+    (seed, target) pairs how many targets the learned policy did better, the same (within 1e-6) or worse."""
+    out = []
+    for learned in (r for r in rows if r["kind"] == "ppo"):
+        for base in (r for r in rows if r["kind"] == "baseline"):
+            by_seed = {s["seed"]: s for s in base["per_seed"]}
+            gains, better, same, worse = [], 0, 0, 0
+            for run in learned["per_seed"]:
+                ref = by_seed.get(run["seed"], base["per_seed"][0])
+                pairs = [
+                    (a, b)
+                    for a, b in zip(run.get("episode_fidelity") or [], ref.get("episode_fidelity") or [], strict=False)
+                    if a is not None and b is not None
+                ]
+                if not pairs:
+                    continue
+                diffs = np.array([a - b for a, b in pairs])
+                gains.append(float(diffs.mean()))
+                better += int((diffs > 1e-6).sum())
+                worse += int((diffs < -1e-6).sum())
+                same += int((np.abs(diffs) <= 1e-6).sum())
+            if gains:
+                mean, std = _mean_std(gains)
+                out.append(
+                    {
+                        "variant": learned["name"],
+                        "baseline": base["name"],
+                        "gain": {"mean": mean, "std": std, "values": gains},
+                        "better": better,
+                        "same": same,
+                        "worse": worse,
+                    }
+                )
+    return out
+
+
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     vals = [float(v) for v in values if v is not None and not math.isnan(float(v))]
     if not vals:
@@ -1123,6 +1166,7 @@ def summarise_experiment(
         },
         "env": asdict(config.env),
         "rows": list(rows.values()),
+        "paired": paired_gains(list(rows.values())),
         "skipped_variants": dict(skipped),
     }
     atomic_write_json(out / "summary.json", summary)
@@ -1171,6 +1215,24 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
             cells = [f"{s[k]:.4g}" if s.get(k) is not None else "–" for k, _ in METRICS]
             extra = [f"{s.get('fidelity_colour', float('nan')):.4g}", f"{s.get('return', float('nan')):.4g}"]
             lines.append(f"| {row['name']} | {s['seed']} | " + " | ".join(cells + extra) + " |")
+    if summary.get("paired"):
+        lines += [
+            "",
+            "## Paired on the same held-out targets",
+            "",
+            "Gain = learned − baseline final fidelity, averaged over the targets per seed (mean ± std over seeds, "
+            "then each seed); targets counted over every (seed, target) pair.",
+            "",
+            "| variant | baseline | fidelity gain | per seed | targets better / same / worse |",
+            "|---|---|---|---|---|",
+        ]
+        for p in summary["paired"]:
+            g = p["gain"]
+            per_seed = ", ".join(f"{v:+.3f}" for v in g["values"])
+            lines.append(
+                f"| {p['variant']} | {p['baseline']} | {g['mean']:+.3f} ± {g['std']:.3f} | {per_seed} | "
+                f"{p['better']} / {p['same']} / {p['worse']} |"
+            )
     if summary.get("skipped_variants"):
         lines += ["", "## Skipped variants", ""]
         lines += [f"- {k}: {v}" for k, v in summary["skipped_variants"].items()]

@@ -64,7 +64,9 @@ def dict_features_extractor():
     class BrickDictExtractor(BaseFeaturesExtractor):
         """Set encoders for pieces and target slots, an MLP for the target voxels, and the small vectors as they
         are (the context). With a ``candidates`` slice it also scores every candidate with ONE shared network over
-        (candidate row, context) and a STOP score from the context, and puts those N + 1 scores first in its
+        (candidate row, context) plus a linear path from the row alone (so a telling feature such as the target
+        agreement moves the logit from the first updates), and scores STOP from the context and the best listed
+        candidate's embedding (so STOP can depend on what is on offer); those N + 1 scores come first in its
         output: :func:`candidate_policy` reads them directly as the action logits (a pointer-style head, so what
         is learned about one candidate slot transfers to every slot)."""
 
@@ -84,8 +86,10 @@ def dict_features_extractor():
             self.pieces, self.targets = pieces, targets
             self.voxels = nn.Sequential(nn.Flatten(), nn.Linear(voxels, hidden), nn.ReLU())
             if self.n_candidates:
-                self.scorer = nn.Sequential(nn.Linear(width + context, hidden), nn.ReLU(), nn.Linear(hidden, 1))
-                self.stop = nn.Sequential(nn.Linear(context, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+                self.embed = nn.Sequential(nn.Linear(width + context, hidden), nn.ReLU())
+                self.score = nn.Linear(hidden, 1)
+                self.direct = nn.Linear(width, 1)
+                self.stop = nn.Sequential(nn.Linear(context + hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
         def forward(self, obs):
             context = torch.cat(
@@ -102,8 +106,12 @@ def dict_features_extractor():
                 return context
             rows = obs["candidates"]
             expanded = context.unsqueeze(1).expand(-1, rows.shape[1], -1)
-            scores = self.scorer(torch.cat([rows, expanded], dim=-1)).squeeze(-1)
-            return torch.cat([scores, self.stop(context), context], dim=-1)
+            embedded = self.embed(torch.cat([rows, expanded], dim=-1))
+            scores = (self.score(embedded) + self.direct(rows)).squeeze(-1)
+            listed = rows[..., :1]
+            best = (embedded - (1 - listed) * 1e4).max(dim=1).values * (listed.sum(dim=1) > 0).float()
+            stop = self.stop(torch.cat([context, best], dim=-1))
+            return torch.cat([scores, stop, context], dim=-1)
 
     return BrickDictExtractor
 
