@@ -120,7 +120,7 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     theirs = figures["brickagent_attach_us"]
     figures["placement_vs_brickagent_ratio"] = round(ours / theirs, 3) if ours and theirs else None
     figures.update(_render_figures(quick))
-    figures.update(_env_figures(sizes[:2]))
+    figures.update(_env_figures(sizes[:2], quick))
     return figures
 
 
@@ -172,7 +172,34 @@ def _vector_steps_per_s(n_envs: int = 2, steps: int = 60) -> float:
         vec.close()
 
 
-def _env_figures(sizes: tuple[int, ...]) -> dict[str, Any]:
+def _candidate_order_steps_per_s(episodes: int) -> dict[str, float]:
+    """Random masked steps per second on Fidelity targets with the candidate encoding, target-guided order and
+    connector order side by side (the same targets and seeds), and their ratio."""
+    import gymnasium as gym
+
+    import brick_gym.envs  # noqa: F401
+
+    from .agents.baselines import RandomMaskedAgent
+
+    out = {}
+    for name, ranked in (("target_guided", True), ("connector_order", False)):
+        env = gym.make("BrickGym/FidelityCandidates-v0", rank_by_target=ranked)
+        agent, steps = RandomMaskedAgent(0), 0
+        env.reset(seed=0)  # warm the catalogue and the collision memo
+        t = time.perf_counter()
+        for ep in range(episodes):
+            env.reset(seed=ep)
+            done = False
+            while not done:
+                _, _, terminated, truncated, _ = env.step(agent.act(env))
+                done, steps = terminated or truncated, steps + 1
+        out[name] = round(steps / (time.perf_counter() - t), 1)
+        env.close()
+    out["guided_over_connector"] = round(out["target_guided"] / out["connector_order"], 2)
+    return out
+
+
+def _env_figures(sizes: tuple[int, ...], quick: bool = False) -> dict[str, Any]:
     """Env step cost against a bare placement at each size, and vectorised throughput."""
     try:
         step, bare, ratio = {}, {}, {}
@@ -185,6 +212,7 @@ def _env_figures(sizes: tuple[int, ...]) -> dict[str, Any]:
             "env_step_over_place": ratio,
             "env_steps_per_s": {k: round(1e6 / v, 1) for k, v in step.items()},
             "env_2_subprocess_steps_per_s": _vector_steps_per_s(),
+            "fidelity_candidates_steps_per_s": _candidate_order_steps_per_s(2 if quick else 10),
         }
     except ImportError as exc:  # the rl extra is not installed
         return {"env_error": f"{type(exc).__name__}: {exc}"}

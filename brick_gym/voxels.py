@@ -486,6 +486,15 @@ def target_tensor(grid: VoxelGrid, shape: tuple[int, int, int] = (16, 16, 16)) -
     return g.to_dense(shape, origin).astype(np.float32)
 
 
+def unfilled_fraction(target: VoxelGrid, model: Any) -> float:
+    """Share of the target's cells that ``model`` leaves empty, on the target's lattice and in its frame (no
+    alignment search: Fidelity builds share their target's frame); 0.0 once the target is covered."""
+    if target.count == 0:
+        return 0.0
+    built = voxelize(model, target.pitch, target.offset).to_dense(target.shape, target.origin)
+    return float(np.count_nonzero(target.occupancy & ~built)) / target.count
+
+
 def piece_agreement(grid: VoxelGrid, stem: str, colour: int, pose: np.ndarray) -> tuple[float, float]:
     """(fraction of the piece's cells that ``grid`` fills, fraction it fills in the same colour), with the piece
     voxelised on ``grid``'s own lattice (world-aligned: for a Fidelity task, the target and the build share

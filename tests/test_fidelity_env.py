@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import gymnasium as gym
 import pytest
 
@@ -16,15 +18,20 @@ from brick_gym.fidelity import ALL_KINDS, generate
 def test_replaying_the_known_build_reaches_fidelity_one(kind: str) -> None:
     target = generate(kind, 3)
     env = gym.make("BrickGym/Fidelity-v0", max_pieces=40, max_steps=60)
-    env.reset(seed=0, options={"task": task_for(target)})
+    obs, _ = env.reset(seed=0, options={"task": task_for(target)})
     base = env.unwrapped
     info = {}
+    unfilled = [float(obs["progress"][4])]
     for step in target.steps[1:]:
         action = base.encode_placement(Placement(step.part, step.colour, step.target, step.source, step.yaw))
         assert action is not None, step
-        _, _, terminated, truncated, info = env.step(action)
+        obs, _, terminated, truncated, info = env.step(action)
+        unfilled.append(float(obs["progress"][4]))
         assert info["invalid_reason"] is None
         assert not truncated
+    # the observation's share of empty target cells falls with every piece, to 0
+    assert unfilled[0] > 0 and unfilled[-1] == 0.0
+    assert all(b < a for a, b in itertools.pairwise(unfilled))
     _, reward, terminated, _, info = env.step(base.codec.stop_action)
     assert terminated
     assert info["reward_terms"]["fidelity"] == pytest.approx(1.0)

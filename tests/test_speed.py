@@ -18,3 +18,5 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
     assert figures["render_8x512_s"] > 0 and figures["render_backend"]
     assert set(figures["env_step_over_place"]) == {"50", "400"}
     assert figures["env_2_subprocess_steps_per_s"] > 0
+    order = figures["fidelity_candidates_steps_per_s"]
+    assert order["target_guided"] > 0 and order["connector_order"] > 0 and order["guided_over_connector"] > 0

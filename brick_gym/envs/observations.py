@@ -6,7 +6,8 @@ Slices (sizes from :class:`ObservationConfig`):
 - ``targets`` (max_targets, 7): present, x, height, z (scaled as above), mating axis (x, up, z) — the free
   connector slots the factored action's target index refers to.
 - ``inventory`` (P,): pieces left per palette slot / its starting stock (1.0 when unlimited, 0 when absent).
-- ``progress`` (4,): steps / max_steps, pieces / max_pieces, components / pieces, last action was illegal.
+- ``progress`` (5,): steps / max_steps, pieces / max_pieces, components / pieces, last action was illegal, and
+  the share of the target's cells still empty (0 without a target; what tells a builder the target is done).
 - ``target`` (V³,): the task's target occupancy on a V×V×V box, flattened in (x, up, z) C order; zeros when the
   task has none (flat so that SB3 does not mistake it for an image).
 - ``candidates`` (N, 10 + P) — candidate encoding only: listed, palette one-hot (P), resulting x, height, z,
@@ -58,6 +59,7 @@ class ObservationBuilder:
         self._agreements: dict[tuple, tuple[float, float]] = {}
         self._block: np.ndarray | None = None
         self._block_pieces: list[Piece] = []
+        self._unfilled_memo: tuple[object, float] = (None, 0.0)
 
     def space(self):  # -> gymnasium.spaces.Dict
         """The observation space."""
@@ -69,7 +71,7 @@ class ObservationBuilder:
             "pieces": box(c.max_pieces, 8),
             "targets": box(c.max_targets, 7),
             "inventory": spaces.Box(0.0, 1.0, shape=(c.palette_size,), dtype=np.float32),
-            "progress": spaces.Box(0.0, 1.0, shape=(4,), dtype=np.float32),
+            "progress": spaces.Box(0.0, 1.0, shape=(5,), dtype=np.float32),
             "target": spaces.Box(0.0, 1.0, shape=(c.target_size**3,), dtype=np.float32),
         }
         if c.max_candidates:
@@ -111,6 +113,7 @@ class ObservationBuilder:
                 min(1.0, n / max(1, c.max_pieces)),
                 assembly.component_count / n if n else 0.0,
                 float(last_invalid),
+                self._unfilled(assembly, target_grid),
             ],
             dtype=np.float32,
         )
@@ -124,6 +127,17 @@ class ObservationBuilder:
         if c.max_candidates:
             obs["candidates"] = self._candidates(candidates or (), candidate_poses or (), target_grid)
         return obs
+
+    def _unfilled(self, assembly: Assembly, grid: Any) -> float:
+        """The target's share of empty cells (memoised per assembly revision)."""
+        if grid is None:
+            return 0.0
+        key = (id(grid), id(assembly), assembly.revision)
+        if self._unfilled_memo[0] != key:
+            from ..voxels import unfilled_fraction
+
+            self._unfilled_memo = (key, unfilled_fraction(grid, assembly))
+        return self._unfilled_memo[1]
 
     def _agreement(self, grid: Any, slot: PaletteSlot, pose: np.ndarray) -> tuple[float, float]:
         """How well a candidate piece agrees with the target (memoised per target, part, colour and pose)."""
