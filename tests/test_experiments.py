@@ -29,6 +29,7 @@ STANDARD_TERMS = (
     "new_joints",
     "invalid_action",
     "fidelity_delta",
+    "fidelity_colour_delta",
     "validity",
     "part_rule",
     "fidelity",

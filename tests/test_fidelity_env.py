@@ -60,18 +60,20 @@ def test_greedy_beats_random_on_held_out_targets() -> None:
     assert greedy["invalid_actions"] == 0 and random["invalid_actions"] == 0
 
 
-def test_fidelity_delta_sums_to_the_gain_over_the_start_piece() -> None:
+def test_fidelity_deltas_sum_to_the_gain_over_the_start_piece() -> None:
     from brick_gym.rewards.terms import standard_rewards
     from brick_gym.voxels import fidelity, voxelize
 
     target = generate("tower", 5)
-    env = gym.make("BrickGym/Fidelity-v0", rewards=standard_rewards(fidelity_delta=1.0))
+    env = gym.make("BrickGym/Fidelity-v0", rewards=standard_rewards(fidelity_delta=1.0, fidelity_colour_delta=1.0))
     env.reset(seed=0, options={"task": task_for(target)})
     base = env.unwrapped
-    start = fidelity(voxelize(base.assembly), target.voxels).shape_iou
-    assert 0.0 < start < 1.0
-    total = 0.0
+    start = fidelity(voxelize(base.assembly), target.voxels, colour_max=False)
+    assert 0.0 < start.shape_iou < 1.0 and 0.0 < start.colour_iou < 1.0
+    shape = colour = 0.0
     for step in target.steps[1:]:
         action = base.encode_placement(Placement(step.part, step.colour, step.target, step.source, step.yaw))
-        total += env.step(action)[4]["reward_terms"]["fidelity_delta"]
-    assert total == pytest.approx(1.0 - start)
+        terms = env.step(action)[4]["reward_terms"]
+        shape, colour = shape + terms["fidelity_delta"], colour + terms["fidelity_colour_delta"]
+    assert shape == pytest.approx(1.0 - start.shape_iou)
+    assert colour == pytest.approx(1.0 - start.colour_iou)

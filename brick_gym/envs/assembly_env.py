@@ -21,7 +21,7 @@ import numpy as np
 from ..assembly import Assembly, Outcome, Placement
 from ..catalog import part as get_part
 from ..colours import colour as get_colour
-from ..rewards.terms import RewardContext, RewardSpec, current_fidelity, standard_rewards
+from ..rewards.terms import FIDELITY_MEMORY, RewardContext, RewardSpec, current_fidelity, standard_rewards
 from ..rules import Rules
 from .actions import CandidateCodec, FactoredCodec, PaletteSlot, TargetSlots, make_palette
 from .observations import ObservationBuilder, ObservationConfig, yaw_of
@@ -140,7 +140,8 @@ class BrickAssemblyEnv(gym.Env):
         self._reset_state()
         if self.task.target_voxels is not None:  # Δ-fidelity shaping starts from the start piece's own fidelity
             start_ctx = RewardContext(self.assembly, None, None, False, target=self.task.target_voxels)
-            self._episode_scratch["last_fidelity"] = current_fidelity(start_ctx)[0]
+            start_fidelity = current_fidelity(start_ctx)
+            self._episode_scratch.update(zip(FIDELITY_MEMORY, start_fidelity, strict=True))
         self._refresh()
         return self._observation(), self._info(None, {name: 0.0 for name in self.rewards.names})
 

@@ -7,6 +7,7 @@ constructor, so ablations swap terms without touching the environment.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -96,19 +97,25 @@ def _fidelity_colour(ctx: RewardContext) -> float:
     return current_fidelity(ctx)[1]
 
 
-def _fidelity_delta(ctx: RewardContext) -> float:
+FIDELITY_MEMORY = ("last_fidelity", "last_fidelity_colour")
+"""Episode keys holding the last (shape, colour) fidelity the Δ terms paid up to; the env seeds them at reset."""
+
+
+def _fidelity_change(ctx: RewardContext, which: int) -> float:
+    """Δ of shape (``which`` 0) or colour (1) fidelity since the last placement that was paid."""
     if ctx.target is None or ctx.outcome is None or not ctx.outcome.ok:
         return 0.0
-    now = current_fidelity(ctx)[0]
-    before = ctx.episode.get("last_fidelity", 0.0)
-    ctx.episode["last_fidelity"] = now
+    now = current_fidelity(ctx)[which]
+    before = ctx.episode.get(FIDELITY_MEMORY[which], 0.0)
+    ctx.episode[FIDELITY_MEMORY[which]] = now
     return now - before
 
 
 VALID_PLACEMENT = FunctionTerm("valid_placement", _placed)
 NEW_JOINTS = FunctionTerm("new_joints", _joints)
 INVALID_ACTION = FunctionTerm("invalid_action", _invalid)
-FIDELITY_DELTA = FunctionTerm("fidelity_delta", _fidelity_delta)
+FIDELITY_DELTA = FunctionTerm("fidelity_delta", functools.partial(_fidelity_change, which=0))
+FIDELITY_COLOUR_DELTA = FunctionTerm("fidelity_colour_delta", functools.partial(_fidelity_change, which=1))
 VALIDITY = FunctionTerm("validity", _valid, terminal=True)
 PART_RULE = FunctionTerm("part_rule", _part_rule, terminal=True)
 FIDELITY = FunctionTerm("fidelity", _fidelity_shape, terminal=True)
@@ -119,6 +126,7 @@ STANDARD_TERMS: tuple[FunctionTerm, ...] = (
     NEW_JOINTS,
     INVALID_ACTION,
     FIDELITY_DELTA,
+    FIDELITY_COLOUR_DELTA,
     VALIDITY,
     PART_RULE,
     FIDELITY,
@@ -172,6 +180,7 @@ def standard_rewards(**weights: float) -> RewardSpec:
         "new_joints": 0.0,
         "invalid_action": -0.1,
         "fidelity_delta": 0.0,
+        "fidelity_colour_delta": 0.0,
         "validity": 1.0,
         "part_rule": 0.0,
         "fidelity": 1.0,
