@@ -157,3 +157,16 @@ def test_ranking_leaves_stock_and_validity_rules_to_the_codec() -> None:
     assert ranking.order(asm, targets, stock, 50) == []
     stock[3] = True
     assert {s for s, _ in ranking.order(asm, targets, stock, 50)} <= {3}
+
+
+def test_candidate_rows_flag_exact_fits_and_carry_their_place_in_the_list() -> None:
+    env = _fidelity_env(split="test")
+    for seed in range(3):
+        obs, _ = env.reset(seed=seed)
+        p, n = len(env.unwrapped.palette), env.unwrapped.config.max_candidates
+        rows = obs["candidates"]
+        listed = rows[:, 0] == 1.0
+        shape, colour, exact, place = rows[:, 8 + p], rows[:, 9 + p], rows[:, 10 + p], rows[:, 11 + p]
+        assert np.array_equal(exact == 1.0, (shape == 1.0) & (colour == 1.0))
+        assert exact[0] == 1.0  # target-guided: the best candidate first
+        assert np.allclose(place[listed], np.flatnonzero(listed) / n)

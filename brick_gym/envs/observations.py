@@ -10,9 +10,12 @@ Slices (sizes from :class:`ObservationConfig`):
   the share of the target's cells still empty (0 without a target; what tells a builder the target is done).
 - ``target`` (V³,): the task's target occupancy on a V×V×V box, flattened in (x, up, z) C order; zeros when the
   task has none (flat so that SB3 does not mistake it for an image).
-- ``candidates`` (N, 10 + P) — candidate encoding only: listed, palette one-hot (P), resulting x, height, z,
-  yaw one-hot (4), and, when the task has a target, the fraction of the candidate's voxels the target fills and
-  fills in the candidate's colour (target and build share their base plate's frame; zeros without a target).
+- ``candidates`` (N, 12 + P) — candidate encoding only: listed, palette one-hot (P), resulting x, height, z,
+  yaw one-hot (4); when the task has a target, the fraction of the candidate's voxels the target fills and fills
+  in the candidate's colour (target and build share their base plate's frame; zeros without a target) and 1 when
+  both are whole (the piece fits the target exactly: a sharp feature is learned from in far fewer updates than
+  a threshold on two fractions); then the candidate's place in the list / N (the list is best first when the
+  env ranks by a target).
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ class ObservationBuilder:
             "target": spaces.Box(0.0, 1.0, shape=(c.target_size**3,), dtype=np.float32),
         }
         if c.max_candidates:
-            items["candidates"] = box(c.max_candidates, 10 + c.palette_size)
+            items["candidates"] = box(c.max_candidates, 12 + c.palette_size)
         return spaces.Dict(items)
 
     def build(
@@ -200,14 +203,16 @@ class ObservationBuilder:
     ) -> np.ndarray:
         c = self.config
         p = c.palette_size
-        out = np.zeros((c.max_candidates, 10 + p), dtype=np.float32)
+        out = np.zeros((c.max_candidates, 12 + p), dtype=np.float32)
         for row, ((slot, placement), pose) in enumerate(zip(candidates, poses, strict=True)):
             out[row, 0] = 1.0
             out[row, 1 + slot] = 1.0
             out[row, 1 + p : 4 + p] = _position_features(pose[None, :3, 3], c.scale)[0]
             out[row, 4 + p + YAWS.index(placement.yaw) % 4] = 1.0
             if target_grid is not None:
-                out[row, 8 + p : 10 + p] = self._agreement(target_grid, self.palette[slot], pose)
+                shape, colour = self._agreement(target_grid, self.palette[slot], pose)
+                out[row, 8 + p : 11 + p] = shape, colour, float(shape >= 1.0 and colour >= 1.0)
+            out[row, 11 + p] = row / c.max_candidates
         return np.clip(out, -BOUND, BOUND)
 
 
