@@ -132,11 +132,16 @@ def candidate_policy():
             return latent[:, : self.n]
 
     class CandidatePointerPolicy(MaskableMultiInputActorCriticPolicy):
-        """Logits = the features extractor's N + 1 scores (pi net empty)."""
+        """Logits = the features extractor's N + 1 scores (pi net empty). The layers that output them start
+        with SB3's gain for an action head (0.01) instead of the extractor's √2, so the first policy is close
+        to uniform over the listed candidates rather than arbitrarily sure of some of them."""
 
         def _build(self, lr_schedule) -> None:
             super()._build(lr_schedule)
             self.action_net = TakeScores(int(self.action_space.n))
+            extractor = self.features_extractor
+            for layer in (extractor.score, extractor.direct, extractor.stop[-1]):
+                layer.apply(functools.partial(self.init_weights, gain=0.01))
             self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
     return CandidatePointerPolicy
