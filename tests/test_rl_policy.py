@@ -35,14 +35,29 @@ def _probs(model, obs, mask) -> np.ndarray:
     return dist.distribution.probs[0].numpy()
 
 
-def test_the_untrained_policy_is_close_to_uniform_over_what_is_allowed(model_and_obs) -> None:
+def test_the_untrained_policy_weighs_stop_against_all_placements_evenly(model_and_obs) -> None:
+    """About 1/2 on STOP and 1/2 spread evenly over the listed candidates; nothing on the rest."""
     model, obs, mask = model_and_obs
     probs = _probs(model, obs, mask)
-    allowed = mask[0].astype(bool)
-    assert allowed.sum() > 2
-    assert np.all(probs[~allowed] == 0.0)
-    uniform = 1.0 / allowed.sum()
-    assert np.allclose(probs[allowed], uniform, rtol=0.1)
+    listed = mask[0, :-1].astype(bool)
+    assert listed.sum() > 2
+    assert np.all(probs[:-1][~listed] == 0.0)
+    assert probs[-1] == pytest.approx(0.5, abs=0.05)
+    assert np.allclose(probs[:-1][listed], (1 - probs[-1]) / listed.sum(), rtol=0.1)
+
+
+@pytest.mark.parametrize(
+    ("stop", "expected"),
+    [(0.6, "stop"), (0.5, "stop"), (0.1, "best"), (0.4, "best")],
+)
+def test_stop_or_build_decodes_the_two_level_choice(stop: float, expected: str) -> None:
+    from brick_gym.agents.rl import stop_or_build
+
+    probs = np.array([0.05, 0.2, 0.01, 0.0, stop])
+    probs[:4] *= (1 - stop) / probs[:4].sum()
+    mask = np.array([1, 0, 1, 0, 1])  # candidate 1 is the likeliest but not allowed
+    assert stop_or_build(probs, mask) == (4 if expected == "stop" else 0)
+    assert stop_or_build(probs, np.array([0, 0, 0, 0, 1])) == 4  # nothing listed: STOP
 
 
 def test_candidate_logits_follow_their_rows(model_and_obs) -> None:

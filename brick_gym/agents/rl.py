@@ -66,7 +66,9 @@ def dict_features_extractor():
         are (the context). With a ``candidates`` slice it also scores every candidate with ONE shared network over
         (candidate row, context) plus a linear path from the row alone (so a telling feature such as the target
         agreement moves the logit from the first updates), and scores STOP from the context and the best listed
-        candidate's embedding (so STOP can depend on what is on offer); those N + 1 scores come first in its
+        candidate's embedding (so STOP can depend on what is on offer), offset by log(listed candidates) so that the
+        choice between stopping and building starts even however many placements are listed (a two-level policy:
+        stop or build, then which; :func:`stop_or_build` decodes it); those N + 1 scores come first in its
         output: :func:`candidate_policy` reads them directly as the action logits (a pointer-style head, so what
         is learned about one candidate slot transfers to every slot)."""
 
@@ -109,8 +111,10 @@ def dict_features_extractor():
             embedded = self.embed(torch.cat([rows, expanded], dim=-1))
             scores = (self.score(embedded) + self.direct(rows)).squeeze(-1)
             listed = rows[..., :1]
-            best = (embedded - (1 - listed) * 1e4).max(dim=1).values * (listed.sum(dim=1) > 0).float()
-            stop = self.stop(torch.cat([context, best], dim=-1))
+            count = listed.sum(dim=1)
+            best = (embedded - (1 - listed) * 1e4).max(dim=1).values * (count > 0).float()
+            # + log(listed): STOP weighs as much as all the placements together while the heads are untrained
+            stop = self.stop(torch.cat([context, best], dim=-1)) + torch.log(count.clamp(min=1.0))
             return torch.cat([scores, stop, context], dim=-1)
 
     return BrickDictExtractor
@@ -244,17 +248,39 @@ def train(config: TrainConfig, callbacks: list | None = None) -> dict[str, Any]:
     return result
 
 
+def stop_or_build(probs: np.ndarray, mask: np.ndarray) -> int:
+    """Deterministic action of a candidate-encoding policy (STOP last): STOP when the policy gives it at least
+    half its mass, else the most probable allowed candidate. Plain argmax would STOP whenever STOP outweighs the
+    single likeliest candidate, which a policy spreading 0.96 over 64 equally good placements does at once."""
+    stop = len(probs) - 1
+    allowed = np.asarray(mask, dtype=bool)[:stop]
+    if probs[stop] >= 0.5 or not allowed.any():
+        return stop
+    return int(np.argmax(np.where(allowed, probs[:stop], -1.0)))
+
+
 class PolicyAgent:
-    """Wraps a trained MaskablePPO model as an agent with ``act(env)`` (deterministic, masked)."""
+    """Wraps a trained MaskablePPO model as an agent with ``act(env)`` (deterministic, masked): the mode for the
+    factored encoding, :func:`stop_or_build` for the candidate encoding."""
 
     def __init__(self, model: Any) -> None:
         self.model = model
 
     def act(self, env: Any) -> Any:
+        """One action for the env's current state."""
         base = env.unwrapped
         obs = base._observation()
-        action, _ = self.model.predict(obs, action_masks=base.action_masks(), deterministic=True)
-        return action
+        mask = base.action_masks()
+        if not isinstance(base.action_space, gym.spaces.Discrete):
+            action, _ = self.model.predict(obs, action_masks=mask, deterministic=True)
+            return action
+        import torch
+
+        policy = self.model.policy
+        tensor, _ = policy.obs_to_tensor(obs)
+        with torch.no_grad():
+            probs = policy.get_distribution(tensor, action_masks=mask[None]).distribution.probs[0].cpu().numpy()
+        return stop_or_build(probs, mask)
 
 
 def evaluate_policy(model: Any, env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int) -> dict[str, Any]:
