@@ -237,6 +237,12 @@ def _hull_planes(stem: str) -> np.ndarray | None:
     return planes
 
 
+def fills_its_box(stem: str) -> bool:
+    """Whether a part fills its whole bounding box on the lattice (bricks, plates, tiles), so that its cells are
+    one index range; slopes and round parts do not."""
+    return _hull_planes(stem) is None
+
+
 def voxelize(
     assembly_or_pieces: Any,
     pitch: tuple[float, float, float] = DEFAULT_PITCH,
@@ -499,7 +505,7 @@ def piece_agreement(grid: VoxelGrid, stem: str, colour: int, pose: np.ndarray) -
     """(fraction of the piece's cells that ``grid`` fills, fraction it fills in the same colour), with the piece
     voxelised on ``grid``'s own lattice (world-aligned: for a Fidelity task, the target and the build share
     their base plate's frame). A piece with no cells scores (0, 0)."""
-    if _hull_planes(stem) is None:  # a box part: its cells are one index range, counted by slicing
+    if fills_its_box(stem):  # its cells are one index range, counted by slicing
         a, b = cell_ranges(*world_bounds(stem, pose), np.asarray(grid.pitch), np.asarray(grid.offset) % grid.pitch)
         a, b = a[0] - np.asarray(grid.origin), b[0] - np.asarray(grid.origin)
         total = int(np.prod(np.maximum(b - a + 1, 0)))

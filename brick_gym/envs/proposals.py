@@ -19,7 +19,7 @@ import numpy as np
 from .. import connectors as cx
 from ..assembly import Assembly, ConnectorRef, Placement
 from ..catalog import Connector
-from ..voxels import VoxelGrid, _hull_planes, cell_ranges, voxelize, world_bounds
+from ..voxels import VoxelGrid, cell_ranges, fills_its_box, voxelize, world_bounds
 from .actions import YAWS, PaletteSlot
 
 
@@ -80,8 +80,8 @@ class TargetRanking:
         """Up to ``limit`` (palette index, placement) pairs at ``targets`` whose piece would fill some unbuilt
         target cell, best first. Only in-stock parts whose source mates the slot; score = (unbuilt target cells in
         the piece's cells + those in its colour) / its cells; placements that meet a built cell (they collide)
-        come after the rest; ties go to the larger piece, then in slot,
-        palette, source, yaw order. A part in a colour with the same box is listed once."""
+        come after the rest; ties go to the larger piece, then in slot, palette, source, yaw order. A part in a
+        colour filling the same cells is listed once."""
         if not targets or not any(stock):
             return []
         per_slot = [self._rows(assembly, ref) for ref in targets]
@@ -104,7 +104,7 @@ class TargetRanking:
             r, p, score, blocked = r[keep], p[keep], score[keep], blocked[keep]
         order = np.lexsort((rows[r, 1], p, t_of[r], -volume[r], -score, blocked))
         r, p = r[order], p[order]
-        _, first = np.unique(np.column_stack([p, a[r], b[r]]), axis=0, return_index=True)
+        _, first = np.unique(np.column_stack([p, a[r], b[r], rows[r, 8]]), axis=0, return_index=True)
         first = np.sort(first)[:limit]
         out = []
         for row, t, slot in zip(rows[r[first]], t_of[r[first]], p[first], strict=True):
@@ -156,7 +156,7 @@ class TargetRanking:
             a, b = cell_ranges(*world_bounds(option.stem, poses), self._pitch, self._phase)
             a, b = a - self._origin, b - self._origin
             shape = np.full(len(a), -1)
-            if _hull_planes(option.stem) is not None:
+            if not fills_its_box(option.stem):
                 shape = np.array([self._shape_code(option.stem, q, lo) for q, lo in zip(poses, a, strict=True)])
             chunks.append(np.column_stack([np.full(len(a), k), np.flatnonzero(mates), a, b, shape]))
         rows = np.concatenate(chunks) if chunks else np.zeros((0, 9), dtype=np.int64)
