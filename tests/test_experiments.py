@@ -114,6 +114,42 @@ def test_missing_judge_module_skips_the_variant(tmp_path: Path, monkeypatch: pyt
     assert "Skipped variants" in (tmp_path / "summary.md").read_text()
 
 
+def test_a_real_judge_backend_is_asked_over_loopback_http(tmp_path: Path) -> None:
+    """``judge.backend = "openai:MODEL@URL"``: the VQA and pairwise terms ask an OpenAI-compatible server (here a
+    scripted backend served on loopback) and are paid from its answers."""
+    from brick_gym.rewards.vlm import ScriptedJudge, serve_openai_compatible, yes_or_first
+
+    backend = ScriptedJudge(yes_or_first, model="tiny-vlm")
+    server, _, url = serve_openai_compatible(backend)
+    try:
+        config = ex.load_config(ABLATION, "smoke")
+        config.baselines = []
+        variant = next(v for v in config.variants if v.name == "vlm_terms")
+        assert variant.judge is not None
+        variant.judge.backend = f"openai:tiny-vlm@{url}"
+        config.train.total_timesteps, config.train.n_steps = 64, 32
+        config.eval.episodes, config.eval.curve_episodes, config.eval.every = 1, 0, 0
+        ex.validate(config)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("WANDB_MODE", "offline")
+            ex.run_experiment(config, tmp_path, seeds=[0], variants=["vlm_terms"], progress=False, log=lambda _m: None)
+    finally:
+        server.stop()
+    asked = [len(r.images) for r in backend.requests]
+    assert 2 in asked and any(n != 2 for n in asked)  # pairwise pairs and VQA views both reached the server
+    episodes = [json.loads(line) for line in (tmp_path / "runs/vlm_terms/seed-0/episodes.jsonl").open()]
+    assert any(e["reward_terms"]["vqa"] > 0 for e in episodes if e["valid"])
+
+
+def test_a_malformed_judge_spec_is_a_config_error() -> None:
+    config = ex.load_config(ABLATION, "smoke")
+    variant = next(v for v in config.variants if v.name == "vlm_terms")
+    assert variant.judge is not None
+    variant.judge.backend = "openai:"
+    with pytest.raises(ValueError, match=r"vlm_terms.*judge\.backend.*unknown judge"):
+        ex.validate(config)
+
+
 def test_summary_reports_every_seed(tmp_path: Path) -> None:
     config = ex.load_config(ABLATION, "smoke")
     results = [

@@ -150,9 +150,11 @@ class EvalSection:
 @dataclass
 class JudgeSection:
     """Terminal terms scored by a vision-language judge (``brick_gym.rewards.vlm_terms``): BrickBench VQA and
-    the pairwise judge (design question) against a fixed reference build. ``backend = "scripted"`` is the only
-    one a config can name: VQA answers yes to every question (a rendered, validity-gated bonus) and the pairwise
-    judge prefers the image with more of the build in view (deterministic stand-ins for smoke runs and tests)."""
+    the pairwise judge (design question) against a fixed reference build. ``backend = "scripted"`` (the default)
+    answers VQA yes to every question (a rendered, validity-gated bonus) and prefers, pairwise, the image with
+    more of the build in view (deterministic stand-ins for smoke runs and tests); any judge spec of
+    :func:`brick_gym.rewards.vlm.judge_from_spec` (``openai:MODEL@URL``, ``transformers:PATH_OR_ID``) asks a
+    real vision-language model both."""
 
     backend: str = "scripted"
     vqa: float = 1.0
@@ -309,7 +311,14 @@ def validate(config: ExperimentConfig, where: str = "config") -> None:
         except KeyError as e:
             raise ValueError(f"{where}: variant {v.name!r}: {e.args[0]}") from None
         if v.judge is not None and v.judge.backend != "scripted":
-            raise ValueError(f"{where}: variant {v.name!r}: judge.backend must be 'scripted' in a config")
+            try:
+                from ..rewards.vlm import judge_from_spec
+
+                judge_from_spec(v.judge.backend)
+            except ImportError:
+                pass  # the variant is skipped when it runs, with the reason
+            except ValueError as e:
+                raise ValueError(f"{where}: variant {v.name!r}: judge.backend: {e}") from None
     for b in config.baselines:
         if b not in BASELINES:
             raise ValueError(f"{where}: unknown baseline {b!r}; choose from {list(BASELINES)}")
@@ -360,17 +369,18 @@ def fuller_build_wins(request: Any) -> str:
 def _judge_terms(judge: JudgeSection) -> list[tuple[Any, float]]:
     """The judge terms of a variant, imported lazily; :class:`VariantSkipped` when the module is missing."""
     try:
-        from ..rewards.vlm import ScriptedJudge, yes_to_all
+        from ..rewards.vlm import ScriptedJudge, judge_from_spec, yes_to_all
         from ..rewards.vlm_terms import PairwiseTerm, VQATerm
     except ImportError as e:
         raise VariantSkipped(f"judge terms need brick_gym.rewards.vlm_terms ({e}); variant skipped") from e
     from ..fidelity import generate
 
+    scripted = judge.backend == "scripted"
     terms: list[tuple[Any, float]] = []
     terms.append(
         (
             VQATerm(
-                ScriptedJudge(yes_to_all),
+                ScriptedJudge(yes_to_all) if scripted else judge_from_spec(judge.backend),
                 FIDELITY_VQA_QUESTIONS,
                 FIDELITY_VQA_PROMPT,
                 views=judge.views,
@@ -382,7 +392,12 @@ def _judge_terms(judge: JudgeSection) -> list[tuple[Any, float]]:
     reference = generate(judge.reference_kind, judge.reference_seed).build()
     terms.append(
         (
-            PairwiseTerm(ScriptedJudge(fuller_build_wins), reference, question="design", size=judge.image_size),
+            PairwiseTerm(
+                ScriptedJudge(fuller_build_wins) if scripted else judge_from_spec(judge.backend),
+                reference,
+                question="design",
+                size=judge.image_size,
+            ),
             judge.pairwise,
         )
     )

@@ -27,7 +27,6 @@ __all__ = [
     "cmd_transcript",
     "cmd_verify",
     "main",
-    "make_judge",
 ]
 
 
@@ -100,31 +99,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _scripted_yes(request: Any) -> str:
-    """Answers every VQA question yes and every pairwise question ``1`` (a smoke-test judge)."""
-    from brick_gym.rewards.vlm import yes_to_all
-
-    return "1" if len(request.images) == 2 else yes_to_all(request)
-
-
-def make_judge(spec: str) -> Any:
-    """A judge backend from ``scripted-yes``, ``openai:MODEL@URL`` or ``transformers:PATH_OR_ID``; ValueError else."""
-    from brick_gym.rewards import vlm
-
-    kind, _, rest = spec.partition(":")
-    if spec == "scripted-yes":
-        return vlm.ScriptedJudge(_scripted_yes, model="scripted-yes")
-    if kind == "openai" and rest:
-        model, _, url = rest.partition("@")
-        if not model:
-            raise ValueError(f"judge {spec!r}: expected openai:MODEL@URL")
-        return vlm.OpenAIChatJudge(base_url=url or None, model=model)
-    if kind == "transformers" and rest:
-        revision = vlm.PAPER_JUDGE_REVISION if rest == vlm.PAPER_JUDGE_MODEL else None
-        return vlm.TransformersJudge(rest, revision)
-    raise ValueError(f"unknown judge {spec!r}; use scripted-yes, openai:MODEL@URL or transformers:PATH")
-
-
 def cmd_score(args: argparse.Namespace) -> int:
     """Score run folders (one per system): validity, VQA, pairwise judgments, ELO; write the score folder."""
     from brick_gym.rewards.vqa import TaskFileError
@@ -134,7 +108,9 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     try:
         setting = normalise_setting(args.setting)
-        judge = make_judge(args.judge)
+        from brick_gym.rewards.vlm import judge_from_spec
+
+        judge = judge_from_spec(args.judge)
     except ValueError as exc:
         return _fail(str(exc))
     core = [c.strip() for c in args.core.split(",") if c.strip()] if args.core else None

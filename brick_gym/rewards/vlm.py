@@ -64,6 +64,7 @@ __all__ = [
     "TransformersJudge",
     "decode_data_url",
     "image_digest",
+    "judge_from_spec",
     "judge_request",
     "png_data_url",
     "request_from_chat",
@@ -259,6 +260,32 @@ def yes_to_all(request: JudgeRequest) -> str:
     """A reply answering every numbered question of a VQA prompt ``yes`` (``"yes"`` when none is numbered)."""
     n = _question_count(request.text)
     return "\n".join(f"{i}: yes" for i in range(1, n + 1)) if n else "yes"
+
+
+def yes_or_first(request: JudgeRequest) -> str:
+    """Every VQA question yes and every pairwise question ``1``: a judge for smoke runs."""
+    return "1" if len(request.images) == 2 else yes_to_all(request)
+
+
+JUDGE_SPECS = "scripted-yes, openai:MODEL@URL or transformers:PATH_OR_ID"
+"""The judge specs :func:`judge_from_spec` reads (command lines and experiment configs)."""
+
+
+def judge_from_spec(spec: str) -> JudgeBackend:
+    """A judge backend from a spec: ``scripted-yes`` (:func:`yes_or_first`), ``openai:MODEL@URL`` (an
+    OpenAI-compatible endpoint; no URL: the SDK's default) or ``transformers:PATH_OR_ID`` (a local model; the
+    paper's judge at its revision). Nothing is contacted or loaded yet; ValueError names a malformed spec."""
+    kind, _, rest = spec.partition(":")
+    if spec == "scripted-yes":
+        return ScriptedJudge(yes_or_first, model="scripted-yes")
+    if kind == "openai" and rest:
+        model, _, url = rest.partition("@")
+        if not model:
+            raise ValueError(f"judge {spec!r}: expected openai:MODEL@URL")
+        return OpenAIChatJudge(base_url=url or None, model=model)
+    if kind == "transformers" and rest:
+        return TransformersJudge(rest, PAPER_JUDGE_REVISION if rest == PAPER_JUDGE_MODEL else None)
+    raise ValueError(f"unknown judge {spec!r}; use {JUDGE_SPECS}")
 
 
 class ScriptedJudge:
