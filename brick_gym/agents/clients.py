@@ -348,10 +348,9 @@ class OpenAIChatClient:
     def client(self) -> Any:
         """The ``openai.OpenAI`` client (created on first use, with the SDK's own retries off)."""
         if self._client is None:
-            import openai
+            from ..openai_client import openai_client
 
-            key = self._api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-            self._client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=0)
+            self._client = openai_client(self.base_url, self._api_key, timeout=self.timeout, max_retries=0)
         return self._client
 
     def request(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -631,11 +631,10 @@ class OpenAIChatJudge:
         """The ``openai.OpenAI`` client (created on first use)."""
         with self._lock:
             if self._client is None:
-                import openai
+                from ..openai_client import openai_client
 
-                api_key = self._api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-                self._client = openai.OpenAI(
-                    base_url=self.base_url, api_key=api_key, timeout=self.timeout, max_retries=self.max_retries
+                self._client = openai_client(
+                    self.base_url, self._api_key, timeout=self.timeout, max_retries=self.max_retries
                 )
             return self._client
 
