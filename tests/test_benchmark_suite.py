@@ -1,4 +1,4 @@
-"""The project's own task suite (benchmark/): schema, coverage of settings/categories/kinds, inventory, originality."""
+"""The project's own task suite (brick_gym/data/benchmark/): schema, coverage, inventory, originality."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from brick_gym.bench.runner import BENCHMARK_DIR
 from brick_gym.rewards.vqa import KINDS, SUBTYPES, load_tasks
 from brick_gym.rules import Inventory, Rules
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmark"
+BENCH = BENCHMARK_DIR
 SETTINGS = {"model": "model", "set": "set", "alt-build": "alt"}
 COUNTS = {"model": 10, "set": 5, "alt-build": 5}
 CATEGORIES = {
@@ -81,7 +82,7 @@ def test_categories_and_settings_covered():
     categories = _categories()
     tasks = _all_tasks()
     ids = {t.id for ts in tasks.values() for t in ts}
-    assert set(categories) == ids, "every task needs a category row in benchmark/README.md"
+    assert set(categories) == ids, "every task needs a category row in brick_gym/data/benchmark/README.md"
     assert set(categories.values()) == CATEGORIES
     model = [categories[t.id] for t in tasks["model"]]
     assert sorted(model) == sorted(CATEGORIES)  # one model task per category
@@ -121,3 +122,19 @@ def test_prompts_are_our_own(shared_data: Path):
             assert not shingles(task.prompt) & theirs, task.id
             for q in task.graph:
                 assert not shingles(q.question) & theirs, (task.id, q.key)
+
+
+def test_the_task_suite_ships_as_package_data() -> None:
+    """Every file of the suite lies in the package and matches a package-data glob, so a wheel carries it."""
+    import fnmatch
+    import tomllib
+
+    import brick_gym
+
+    package = Path(brick_gym.__file__).resolve().parent
+    assert BENCHMARK_DIR.is_relative_to(package)
+    globs = tomllib.loads((package.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    files = [p.relative_to(package).as_posix() for p in BENCHMARK_DIR.rglob("*") if p.is_file()]
+    assert len(files) >= 5
+    unshipped = [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs["brick_gym"])]
+    assert unshipped == []

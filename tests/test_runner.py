@@ -16,12 +16,12 @@ import pytest
 
 from brick_gym.bench import runner
 from brick_gym.bench.cli import main as bench_main
-from brick_gym.bench.runner import DONE_FILE, BenchError, read_marker, run
+from brick_gym.bench.runner import BENCHMARK_DIR, DONE_FILE, BenchError, read_marker, run
 from brick_gym.bench.scoring import RETRIES, score
 from brick_gym.rewards.vlm import ScriptedJudge, yes_to_all
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL_TASKS = ROOT / "benchmark" / "model" / "tasks.json"
+MODEL_TASKS = BENCHMARK_DIR / "model" / "tasks.json"
 EPISODE_FILES = ("model.mpd", "transcript.jsonl", "verification.json", DONE_FILE)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from brick_gym.assembly import Assembly
 from brick_gym.bench.cli import main as bench_main
+from brick_gym.bench.runner import BENCHMARK_DIR
 from brick_gym.bench.submission import MAX_ZIP_BYTES, SubmissionError, build_submission, check_submission, verify
 from brick_gym.cli import main as gym_main
 from brick_gym.examples import readme_wall
@@ -219,7 +220,7 @@ def test_verify_cli_exit_codes(tmp_path: Path, models: dict[str, Path], capsys):
 
 
 def test_verify_alt_build_matches_check_with_the_same_inventory(tmp_path: Path, models: dict[str, Path], capsys):
-    inventory = Path(__file__).resolve().parents[1] / "benchmark" / "alt-build" / "inventory.json"
+    inventory = BENCHMARK_DIR / "alt-build" / "inventory.json"
     folder = tmp_path / "alt"
     (folder / "alt-001").mkdir(parents=True)
     (folder / "alt-001" / "model.mpd").write_bytes(models["valid"].read_bytes())  # tan bricks: not in stock

@@ -279,12 +279,14 @@ def _add_subcommands(sub: Any) -> None:
     p.set_defaults(func=cmd_transcript)
 
     p = sub.add_parser("run", help="run an agent on a task file (resumable; one folder per task)")
-    p.add_argument("--tasks", help="BrickBench tasks.json (default: the project's benchmark/<setting>/tasks.json)")
+    p.add_argument(
+        "--tasks", help="BrickBench tasks.json (default: the project's brick_gym/data/benchmark/<setting>/tasks.json)"
+    )
     p.add_argument("--setting", required=True, help="model, set or alt-build")
     p.add_argument(
         "--inventory",
         help="alt-build inventory (BRICKAGENT_SET format); default $BRICKAGENT_SET, else the project's small "
-        "benchmark/alt-build/inventory.json. Official Alt-Build runs use set 10698's inventory.",
+        "brick_gym/data/benchmark/alt-build/inventory.json. Official Alt-Build runs use set 10698's inventory.",
     )
     p.add_argument("--agent", required=True, help="heuristic, scripted:PATH, openai:MODEL@URL, anthropic:MODEL, ...")
     p.add_argument("--name", help="folder name of the agent (default: derived from --agent)")

@@ -57,8 +57,8 @@ __all__ = [
     "run",
 ]
 
-#: The project's task suite (``benchmark/<setting>/tasks.json``) in a source checkout.
-BENCHMARK_DIR: Path = Path(__file__).resolve().parents[2] / "benchmark"
+#: The project's task suite (``brick_gym/data/benchmark/<setting>/tasks.json``), shipped as package data.
+BENCHMARK_DIR: Path = Path(__file__).resolve().parents[1] / "data" / "benchmark"
 #: Settings a benchmark run can use.
 SETTINGS: tuple[str, ...] = ("model", "set", "alt-build")
 #: Name of the completion marker in each task folder.
@@ -87,7 +87,7 @@ def normalise_setting(setting: str) -> str:
 
 
 def default_tasks(setting: str) -> Path:
-    """The project's task file for a setting (``benchmark/<setting>/tasks.json``)."""
+    """The project's task file for a setting (``brick_gym/data/benchmark/<setting>/tasks.json``)."""
     return BENCHMARK_DIR / normalise_setting(setting) / "tasks.json"
 
 
