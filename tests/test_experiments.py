@@ -329,3 +329,18 @@ def test_cli_rejects_a_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\n[[variants]]\nname = "a"\nrewards = { validty = 1.0 }\n')
     assert ex.main([str(bad), "--size", "base", "--out", str(tmp_path / "out")]) == 2
+
+
+def test_summary_only_summarises_finished_runs_and_runs_nothing(ablation: dict, tmp_path: Path) -> None:
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(ablation["out"], out)
+    before = sorted(p.relative_to(out) for p in (out / "runs").glob("*/seed-*/result.json"))
+    summary = ex.run_experiment(
+        ablation["config"], out, seeds=[0, 1], variants=VARIANTS, progress=False, log=lambda _m: None, summary_only=True
+    )
+    assert sorted(p.relative_to(out) for p in (out / "runs").glob("*/seed-*/result.json")) == before  # none ran
+    assert summary["ran"] == 0 and summary["skipped"] == len(before)
+    assert {row["name"]: row["seeds"] for row in summary["rows"]}["validity_only"] == [0]
+    assert "validity_only" in (out / "summary.md").read_text()

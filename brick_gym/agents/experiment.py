@@ -1014,9 +1014,11 @@ def run_experiment(
     variants: Sequence[str] | None = None,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
+    summary_only: bool = False,
 ) -> dict[str, Any]:
     """Run every (variant, seed) and (baseline, seed) not finished yet under ``out``, then write the summary
-    (``summary.md``, ``summary.json``, ``summary.png``). Returns the summary dict (with ``ran``/``skipped``)."""
+    (``summary.md``, ``summary.json``, ``summary.png``). Returns the summary dict (with ``ran``/``skipped``).
+    ``summary_only``: run nothing, summarise the runs finished so far (what a long run has to show mid-way)."""
     config = copy.deepcopy(config)
     if seeds is not None:
         config.seeds = [int(s) for s in seeds]
@@ -1056,6 +1058,14 @@ def run_experiment(
         ctx.progress = bar
         overall = bar.add_task("runs", total=len(jobs))
         for kind, job in jobs:
+            if summary_only:
+                name, seed = (f"{job[0]}-{job[1]}", job[2]) if kind == "baseline" else (job[0].name, job[1])
+                done = _run_dir(out_path, name, seed) / "result.json"
+                if done.exists():
+                    results.append({**json.loads(done.read_text()), "skipped": True})
+                    reused += 1
+                bar.advance(overall)
+                continue
             try:
                 if kind == "baseline":
                     b, enc, seed = job
@@ -1328,6 +1338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=_int_list, default=None, help="comma-separated seeds (default: config)")
     parser.add_argument("--variants", default=None, help="comma-separated variant names (default: all)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--summary-only", action="store_true", help="run nothing; summarise the finished runs")
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config, args.size)
@@ -1337,7 +1348,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or str(Path("out") / f"{config.name}-{config.size}")
     variants = [v for v in args.variants.split(",") if v] if args.variants else None
     try:
-        run_experiment(config, out, seeds=args.seeds, variants=variants, progress=not args.no_progress)
+        run_experiment(
+            config,
+            out,
+            seeds=args.seeds,
+            variants=variants,
+            progress=not args.no_progress,
+            summary_only=args.summary_only,
+        )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
