@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -367,10 +368,10 @@ class CandidateCodec:
         """Read an action against the current candidate list."""
         try:
             a = np.asarray(action).reshape(-1)
-            if a.shape != (1,) or float(a[0]) != round(float(a[0])):
+            if a.shape != (1,) or not math.isfinite(float(a[0])) or float(a[0]) != round(float(a[0])):
                 raise ValueError
             i = int(a[0])
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError):
             return Decoded(error=f"malformed action {action!r}: expected one integer")
         if not 0 <= i <= self.max_candidates:
             return Decoded(error=f"action {i} out of range: must be in 0..{self.max_candidates}")
