@@ -179,20 +179,14 @@ def _candidate_order_steps_per_s(episodes: int) -> dict[str, float]:
 
     import brick_gym.envs  # noqa: F401
 
-    from .agents.baselines import RandomMaskedAgent
+    from .agents.baselines import RandomMaskedAgent, run_episodes
 
     out = {}
     for name, ranked in (("target_guided", True), ("connector_order", False)):
         env = gym.make("BrickGym/FidelityCandidates-v0", rank_by_target=ranked)
-        agent, steps = RandomMaskedAgent(0), 0
         env.reset(seed=0)  # warm the catalogue and the collision memo
         t = time.perf_counter()
-        for ep in range(episodes):
-            env.reset(seed=ep)
-            done = False
-            while not done:
-                _, _, terminated, truncated, _ = env.step(agent.act(env))
-                done, steps = terminated or truncated, steps + 1
+        steps = sum(int(e["steps"]) for e in run_episodes(env, RandomMaskedAgent(0), episodes))
         out[name] = round(steps / (time.perf_counter() - t), 1)
         env.close()
     out["guided_over_connector"] = round(out["target_guided"] / out["connector_order"], 2)

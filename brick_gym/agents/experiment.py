@@ -780,14 +780,19 @@ def _run_dir(out: Path, name: str, seed: int) -> Path:
     return out / "runs" / name / f"seed-{seed}"
 
 
+def _finished(out: Path, name: str, seed: int) -> dict[str, Any] | None:
+    """A run's ``result.json`` (marked ``skipped``) when it finished earlier, else None."""
+    path = _run_dir(out, name, seed) / "result.json"
+    return {**json.loads(path.read_text()), "skipped": True} if path.exists() else None
+
+
 def train_variant(ctx: _Context, variant: VariantConfig, seed: int) -> dict[str, Any]:
     """Train one variant for one seed (or load its finished ``result.json``)."""
+    finished = _finished(ctx.out, variant.name, seed)
+    if finished is not None:
+        return finished
     run_dir = _run_dir(ctx.out, variant.name, seed)
     result_path = run_dir / "result.json"
-    if result_path.exists():
-        result = json.loads(result_path.read_text())
-        result["skipped"] = True
-        return result
     spec = reward_spec(variant)  # raises VariantSkipped before anything is written
     from .rl import TrainConfig, evaluate_policy, train
 
@@ -933,11 +938,10 @@ def run_baseline(ctx: _Context, baseline: str, encoding: str, seed: int) -> dict
 
     cfg = ctx.config
     name = f"{baseline}-{encoding}"
+    finished = _finished(ctx.out, name, seed)
+    if finished is not None:
+        return finished
     result_path = _run_dir(ctx.out, name, seed) / "result.json"
-    if result_path.exists():
-        result = json.loads(result_path.read_text())
-        result["skipped"] = True
-        return result
     env = gym.make(ENCODINGS[encoding], **cfg.env.kwargs("test"))
     try:
         t = time.perf_counter()
@@ -1060,9 +1064,9 @@ def run_experiment(
         for kind, job in jobs:
             if summary_only:
                 name, seed = (f"{job[0]}-{job[1]}", job[2]) if kind == "baseline" else (job[0].name, job[1])
-                done = _run_dir(out_path, name, seed) / "result.json"
-                if done.exists():
-                    results.append({**json.loads(done.read_text()), "skipped": True})
+                finished = _finished(out_path, name, seed)
+                if finished is not None:
+                    results.append(finished)
                     reused += 1
                 bar.advance(overall)
                 continue

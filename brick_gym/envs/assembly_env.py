@@ -106,6 +106,7 @@ class BrickAssemblyEnv(gym.Env):
             self.palette,
         )
         self._slots = TargetSlots(self.palette)
+        self._rankings: dict[int, TargetRanking] = {}
         self.action_space = self.codec.space()
         self.observation_space = self.observer.space()
         self.task: EnvTask = probe
@@ -280,9 +281,7 @@ class BrickAssemblyEnv(gym.Env):
         """The candidate order for ``task`` (one per target grid, kept across episodes on the same target)."""
         if not isinstance(self.codec, CandidateCodec) or not self.config.rank_by_target or task.target_voxels is None:
             return None
-        cached = getattr(self, "_rankings", None)
-        if cached is None:
-            cached = self._rankings = {}
+        cached = self._rankings
         key = id(task.target_voxels)
         if key not in cached or cached[key].grid is not task.target_voxels:
             if len(cached) > 64:
