@@ -1,7 +1,9 @@
 """brick_gym: LEGO design as a reinforcement-learning and agent-evaluation problem, BrickBench-exact.
 
 Importing the package is cheap: the names below load their modules on first use, and nothing here imports
-torch, transformers, gymnasium, wandb, pettingzoo, openai or a renderer.
+torch, transformers, gymnasium, wandb, pettingzoo, openai or a renderer. The 0.1 import paths
+(``brick_gym.assembly``, ``brick_gym.agents.*``, ...) still resolve for one release, with a DeprecationWarning
+(:mod:`brick_gym._compat`).
 """
 
 from __future__ import annotations
@@ -9,23 +11,27 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from brick_gym import _compat
+
 __version__ = "0.1.0"
 
+_compat.install()
+
 _LAZY = {
-    "Assembly": "brick_gym.assembly",
-    "ConnectorRef": "brick_gym.assembly",
-    "Placement": "brick_gym.assembly",
-    "Outcome": "brick_gym.assembly",
-    "Rules": "brick_gym.rules",
-    "Inventory": "brick_gym.rules",
-    "check": "brick_gym.validity",
-    "Report": "brick_gym.validity",
-    "find": "brick_gym.catalog",
-    "describe": "brick_gym.catalog",
-    "part": "brick_gym.catalog",
-    "colour": "brick_gym.colours",
-    "load": "brick_gym.modelfile",
-    "save": "brick_gym.modelfile",
+    "Assembly": "brick_gym.core.assembly",
+    "ConnectorRef": "brick_gym.core.assembly",
+    "Placement": "brick_gym.core.assembly",
+    "Outcome": "brick_gym.core.assembly",
+    "Rules": "brick_gym.core.rules",
+    "Inventory": "brick_gym.core.rules",
+    "check": "brick_gym.core.validity",
+    "Report": "brick_gym.core.validity",
+    "find": "brick_gym.core.catalog",
+    "describe": "brick_gym.core.catalog",
+    "part": "brick_gym.core.catalog",
+    "colour": "brick_gym.core.colours",
+    "load": "brick_gym.core.modelfile",
+    "save": "brick_gym.core.modelfile",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]

@@ -14,17 +14,17 @@ from pathlib import Path
 
 
 def _rules(setting: str, inventory: str | None):
-    from .rules import Rules
+    from brick_gym.core.rules import Rules
 
     return Rules.for_setting(setting, inventory)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Load an LDraw file, run the full BrickBench check and print the report."""
-    from .ldraw import LDrawError
-    from .modelfile import load
-    from .rules import InventoryError
-    from .validity import Issue, Report, check
+    from brick_gym.core.ldraw import LDrawError
+    from brick_gym.core.modelfile import load
+    from brick_gym.core.rules import InventoryError
+    from brick_gym.core.validity import Issue, Report, check
 
     try:
         rules = _rules(args.setting, args.inventory)
@@ -73,7 +73,7 @@ def _unusable(args: argparse.Namespace, message: str, kind: str = "parse") -> in
 
 def cmd_find(args: argparse.Namespace) -> int:
     """Search the catalogue by words or part number."""
-    from .catalog import find
+    from brick_gym.core.catalog import find
 
     hits = find(" ".join(args.query), limit=args.limit)
     if args.json:
@@ -88,7 +88,7 @@ def cmd_find(args: argparse.Namespace) -> int:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     """Describe a part and its connectors."""
-    from .catalog import UnknownPart, describe
+    from brick_gym.core.catalog import UnknownPart, describe
 
     try:
         print(describe(args.part))
@@ -101,8 +101,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job on the built-in default: one BrickBench episode of the built-in heuristic agent on the
     project's first Model task, writing the model, its views, the transcript and the validity report."""
-    from .bench.runner import default_tasks, run
-    from .validity import Issue, Report
+    from brick_gym.bench.runner import default_tasks, run
+    from brick_gym.core.validity import Issue, Report
 
     summary = run(default_tasks("model"), "model", "heuristic", args.out, limit=1, progress=False)
     if summary.failed:
@@ -132,7 +132,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_speed(args: argparse.Namespace) -> int:
     """Measure placement, full-check and other throughput figures; print them (JSON with --json)."""
-    from .speed import format_figures, run_speed
+    from brick_gym.bench.speed import format_figures, run_speed
 
     figures = run_speed(quick=args.quick)
     print(json.dumps(figures, indent=2) if args.json else format_figures(figures))
@@ -149,9 +149,9 @@ def cmd_render(args: argparse.Namespace) -> int:
     """Render an LDraw model's views, contact sheet and thumbnail into a folder; print the paths and backend."""
     import warnings
 
-    from .ldraw import LDrawError
-    from .modelfile import load
-    from .render import RenderSettings, last_backend, save_views
+    from brick_gym.core.ldraw import LDrawError
+    from brick_gym.core.modelfile import load
+    from brick_gym.render import RenderSettings, last_backend, save_views
 
     try:
         settings = RenderSettings(size=args.size, views=args.views, backend=args.backend)
@@ -191,7 +191,13 @@ def _finite(value: float) -> float | None:
 
 def cmd_elo(args: argparse.Namespace) -> int:
     """Bradley–Terry ELO (align, design, combined) with task-bootstrap intervals from two judgment files."""
-    from .bench.elo import JudgmentFileError, format_table, leaderboard, load_judgments, plot_leaderboard
+    from brick_gym.bench.elo import (
+        JudgmentFileError,
+        format_table,
+        leaderboard,
+        load_judgments,
+        plot_leaderboard,
+    )
 
     judgments = []
     for path in (args.align, args.design):
@@ -236,7 +242,7 @@ VQA_SCORE_NOTE = (
 
 def _read_replies(path: str, known: set[str]) -> dict[str, list[str | None]]:
     """``{task: [reply, ...]}`` in file order from a JSONL of ``{"task", "reply"}``; ValueError names the line."""
-    from .fileio import iter_jsonl
+    from brick_gym.core.fileio import iter_jsonl
 
     replies: dict[str, list[str | None]] = {}
     for where, obj in iter_jsonl(path):
@@ -255,7 +261,7 @@ def _read_replies(path: str, known: set[str]) -> dict[str, list[str | None]]:
 
 def cmd_vqa_score(args: argparse.Namespace) -> int:
     """Score judge replies against a BrickBench task file: gated and flat VQA per task and on average."""
-    from .rewards.vqa import TaskFileError, load_tasks, parse_vqa_reply, score_vqa
+    from brick_gym.judges.vqa import TaskFileError, load_tasks, parse_vqa_reply, score_vqa
 
     try:
         tasks = load_tasks(args.tasks, strict=False)  # lenient graphs: BrickBench's own scoring
@@ -389,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("replies", help='judge replies, one {"task": id, "reply": text} per line (JSONL)')
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_vqa_score)
-    from .bench.cli import add_bench_commands
+    from brick_gym.bench.cli import add_bench_commands
 
     add_bench_commands(sub)
     return parser

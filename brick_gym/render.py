@@ -173,7 +173,7 @@ def _piece_tuples(pieces: Any) -> list[tuple[str, int, np.ndarray]]:
 
 def _rgba(code: int) -> tuple[float, float, float, float]:
     """Render colour of an LDraw code; LDraw direct colours 0x2RRGGBB too; unknown codes render neutral grey."""
-    from brick_gym.colours import NEUTRAL_GREY, UnknownColour, colour
+    from brick_gym.core.colours import NEUTRAL_GREY, UnknownColour, colour
 
     if 0x2000000 <= code <= 0x2FFFFFF:
         return ((code >> 16) & 255) / 255, ((code >> 8) & 255) / 255, (code & 255) / 255, 1.0
@@ -204,7 +204,7 @@ class _Scene:
 
 def _prepare(pieces: Any) -> _Scene:
     """Load meshes per part type, convert poses, frame the model by its bounding sphere."""
-    from brick_gym.meshes import MeshUnavailable, part_mesh
+    from brick_gym.core.meshes import MeshUnavailable, part_mesh
 
     items = _piece_tuples(pieces)
     meshes: dict[str, Any] = {}
@@ -696,7 +696,7 @@ _BOX_SIZES = np.unique(np.concatenate([2 ** np.arange(14), 3 * 2 ** np.arange(13
 @functools.cache
 def _closed(stem: str) -> bool:
     """Whether a part's mesh is closed (cached per process: meshes are immutable)."""
-    from brick_gym.meshes import part_mesh
+    from brick_gym.core.meshes import part_mesh
 
     return _is_closed(part_mesh(stem))
 

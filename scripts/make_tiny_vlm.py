@@ -1,6 +1,6 @@
 """Build the tiny random vision-language model used to test the judge's real loading path.
 
-No weights can be downloaded on our machines, so :class:`brick_gym.rewards.vlm.TransformersJudge` is tested on a
+No weights can be downloaded on our machines, so :class:`brick_gym.judges.backends.TransformersJudge` is tested on a
 LLaVA-architecture model built from a config: a 1-layer CLIP vision tower (16×16 input, 8×8 patches → 4 image
 tokens per image), a 2-projection MLP and a 2-layer Llama text model, all with random weights (fixed seed). The
 tokenizer is a byte-level BPE trained here on the judge's own prompt texts, and the chat template is Jinja that
@@ -51,8 +51,8 @@ CHAT_TEMPLATE = (
 
 def _corpus() -> list[str]:
     """Training text for the tokenizer: the judge's prompts and some replies, so tokens look like real ones."""
-    from brick_gym.rewards.judge import ALIGN, DESIGN, build_judge_prompt
-    from brick_gym.rewards.vqa import build_vqa_prompt
+    from brick_gym.judges.pairwise import ALIGN, DESIGN, build_judge_prompt
+    from brick_gym.judges.vqa import build_vqa_prompt
 
     questions = [
         "Is there a red brick house?",

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from brick_gym.assembly import Assembly
 from brick_gym.cli import main
-from brick_gym.examples import readme_wall, translation
-from brick_gym.modelfile import save
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.examples import readme_wall, translation
+from brick_gym.core.modelfile import save
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -240,7 +240,7 @@ def test_background_setting() -> None:
 
 @needs_gl
 def test_accepts_piece_like_objects() -> None:
-    from brick_gym.ldraw import read_ldraw
+    from brick_gym.core.ldraw import read_ldraw
 
     model = read_ldraw("1 4 0 0 0 1 0 0 0 1 0 0 0 1 3001.dat\n1 1 0 -24 0 1 0 0 0 1 0 0 0 1 3001.dat\n")
     from_model = render_view(model, 0, 64, gl())

@@ -36,7 +36,7 @@ def _fail(message: str) -> int:
 
 
 def _tasks_path(args: argparse.Namespace) -> Path:
-    from .runner import default_tasks
+    from brick_gym.bench.runner import default_tasks
 
     return Path(args.tasks) if args.tasks else default_tasks(args.setting)
 
@@ -48,12 +48,12 @@ def _tasks_path(args: argparse.Namespace) -> Path:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run an agent over a task file into ``--out/<agent>/<task>/`` (resumable)."""
-    from .runner import BenchError, run
+    from brick_gym.bench.runner import BenchError, run
 
     config = None
     try:
         if args.no_render or args.max_turns is not None:
-            from brick_gym.agents.adapter import EpisodeConfig
+            from brick_gym.llm.adapter import EpisodeConfig
 
             values: dict[str, Any] = {}
             if args.no_render:
@@ -101,14 +101,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_score(args: argparse.Namespace) -> int:
     """Score run folders (one per system): validity, VQA, pairwise judgments, ELO; write the score folder."""
-    from brick_gym.rewards.vqa import TaskFileError
-
-    from .runner import BenchError, normalise_setting
-    from .scoring import format_markdown, score
+    from brick_gym.bench.runner import BenchError, normalise_setting
+    from brick_gym.bench.scoring import format_markdown, score
+    from brick_gym.judges.vqa import TaskFileError
 
     try:
         setting = normalise_setting(args.setting)
-        from brick_gym.rewards.vlm import judge_from_spec
+        from brick_gym.judges.backends import judge_from_spec
 
         judge = judge_from_spec(args.judge)
     except ValueError as exc:
@@ -151,7 +150,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def cmd_elo(args: argparse.Namespace) -> int:
     """Print the ELO leaderboard from a score folder's ``align.jsonl`` and ``design.jsonl``."""
-    from .elo import JudgmentFileError, format_table, leaderboard, load_judgments
+    from brick_gym.bench.elo import JudgmentFileError, format_table, leaderboard, load_judgments
 
     folder = Path(args.score_dir)
     judgments = []
@@ -191,8 +190,8 @@ def cmd_elo(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     """Zip a run folder as a BrickBench submission and check it against the rules."""
-    from .runner import BenchError, load_bench_tasks
-    from .submission import SubmissionError, build_submission, check_submission
+    from brick_gym.bench.runner import BenchError, load_bench_tasks
+    from brick_gym.bench.submission import SubmissionError, build_submission, check_submission
 
     expected = None
     if args.tasks:
@@ -219,8 +218,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Re-check ``FOLDER/<task>/model.mpd`` for every task; write ``FOLDER/verification.json``."""
-    from .runner import BenchError, load_bench_tasks
-    from .submission import verify
+    from brick_gym.bench.runner import BenchError, load_bench_tasks
+    from brick_gym.bench.submission import verify
 
     expected = None
     try:
@@ -253,7 +252,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_transcript(args: argparse.Namespace) -> int:
     """Summarise an episode's ``transcript.jsonl`` (turns, tool calls and errors, tokens, cost, stop reason)."""
-    from ..agents.adapter import TranscriptError, read_transcript, summarise_transcript
+    from brick_gym.llm.adapter import TranscriptError, read_transcript, summarise_transcript
 
     try:
         summary = summarise_transcript(read_transcript(args.path))

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..fileio import iter_jsonl
+from brick_gym.core.fileio import iter_jsonl
 
 __all__ = [
     "ELO_SCALE",

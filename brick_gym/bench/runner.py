@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fileio import atomic_write_json
+from brick_gym.core.fileio import atomic_write_json
 
 __all__ = [
     "BENCHMARK_DIR",
@@ -99,11 +99,11 @@ def default_inventory() -> Path:
 def load_bench_tasks(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Validated tasks of a BrickBench task file, as ``{"id", "prompt", "questions"}`` dicts in file order.
 
-    Validation is :func:`brick_gym.rewards.vqa.load_tasks` with lenient graphs (BrickBench's scoring: a cycle or
+    Validation is :func:`brick_gym.judges.vqa.load_tasks` with lenient graphs (BrickBench's scoring: a cycle or
     an unknown dependency only fails the questions involved); any other defect raises :class:`BenchError`
     naming the file, the task id and the field.
     """
-    from brick_gym.rewards.vqa import TaskFileError, load_tasks
+    from brick_gym.judges.vqa import TaskFileError, load_tasks
 
     p = Path(path)
     try:
@@ -121,7 +121,7 @@ def load_bench_tasks(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 def resolve_inventory(setting: str, inventory: str | os.PathLike[str] | None) -> Path | None:
     """The inventory file a run uses, validated: the one given; else, for alt-build, ``$BRICKAGENT_SET`` (BrickAgent's
     variable) when set, else the project's small inventory; else none."""
-    from brick_gym.rules import INVENTORY_ENV, Inventory, InventoryError
+    from brick_gym.core.rules import INVENTORY_ENV, Inventory, InventoryError
 
     if inventory is None:
         if setting != "alt-build":
@@ -218,13 +218,13 @@ _PARENT_PID: int | None = None
 
 def _adapter() -> Any:
     """The episode adapter module (imported late: it pulls in the agent clients)."""
-    from brick_gym.agents import adapter
+    from brick_gym.llm import adapter
 
     return adapter
 
 
 def _make_client(spec: str) -> Any:
-    from brick_gym.agents.clients import make_client
+    from brick_gym.llm.clients import make_client
 
     return make_client(spec)
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..fileio import atomic_write_jsonl, atomic_write_text
+from brick_gym.core.fileio import atomic_write_jsonl, atomic_write_text
 
 __all__ = [
     "RETRIES",
@@ -135,7 +135,7 @@ class Leaderboard:
 
 
 def _tasks(tasks: Any) -> list[Any]:
-    from brick_gym.rewards.vqa import VQATask, load_tasks, parse_tasks
+    from brick_gym.judges.vqa import VQATask, load_tasks, parse_tasks
 
     if isinstance(tasks, str | os.PathLike):
         return load_tasks(tasks, strict=False)
@@ -193,7 +193,7 @@ def load_views(folder: Path, count: int = 8) -> list[np.ndarray] | None:
 
 def _ask(judge: Any, requests: Sequence[Any], parse: Callable[[str], Any]) -> list[tuple[str | None, Any, int]]:
     """(last reply text, parsed value or None, attempts) per request; unparsed ones asked up to RETRIES more times."""
-    from brick_gym.rewards.vlm import CachedJudge
+    from brick_gym.judges.backends import CachedJudge
 
     if not requests:
         return []
@@ -257,7 +257,7 @@ class _Scorer:
     def rules(self) -> Any:
         if self._rules is None:
             from brick_gym.bench.runner import resolve_inventory
-            from brick_gym.rules import Rules
+            from brick_gym.core.rules import Rules
 
             self._rules = Rules.for_setting(self.setting, resolve_inventory(self.setting, self.inventory))
         return self._rules
@@ -294,7 +294,7 @@ class _Scorer:
     def views(self, system: str, task_id: str, model: Path) -> list[np.ndarray]:
         """The 8 views of a build at ``image_size``: the run's own when they have that size, else earlier renders
         in the score folder, else rendered now (into the score folder; run folders are never written)."""
-        from brick_gym.modelfile import load
+        from brick_gym.core.modelfile import load
         from brick_gym.render import RenderSettings, save_views
 
         def right_size(images: list[np.ndarray] | None) -> bool:
@@ -334,16 +334,16 @@ def score(
     """Score one run folder per system on ``tasks`` (a task-file path, or parsed tasks) with ``judge``.
 
     See the module docstring for how missing, invalid and unparsed cases count. ``cache`` wraps the judge in a
-    persistent :class:`~brick_gym.rewards.vlm.CachedJudge` (re-scoring then asks only what is new or was
+    persistent :class:`~brick_gym.judges.backends.CachedJudge` (re-scoring then asks only what is new or was
     unparsed). ``core``: systems fitted first (default: all). ``inventory``: for re-checking alt-build models
     (default: the project's). ``image_size``: side of rendered views and of each tile the pairwise judge sees
     (BrickBench: 1024). Writes the files listed in the module docstring into ``out`` and returns the board.
     """
     from brick_gym.bench.elo import leaderboard as elo_leaderboard
     from brick_gym.bench.runner import normalise_setting
-    from brick_gym.rewards.judge import parse_judge_reply, tile_views
-    from brick_gym.rewards.vlm import CachedJudge, judge_request, vqa_request
-    from brick_gym.rewards.vqa import parse_vqa_reply, score_vqa
+    from brick_gym.judges.backends import CachedJudge, judge_request, vqa_request
+    from brick_gym.judges.pairwise import parse_judge_reply, tile_views
+    from brick_gym.judges.vqa import parse_vqa_reply, score_vqa
 
     setting = normalise_setting(setting)
     task_list = _tasks(tasks)

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..fileio import atomic_write_json
+from brick_gym.core.fileio import atomic_write_json
 
 __all__ = [
     "MAX_ZIP_BYTES",
@@ -126,7 +126,7 @@ def _defines_build(source: str) -> bool:
 
 def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> list[str]:
     """Problems of one ``<task>/model.mpd`` or ``<task>/build.py`` member (parsed, never executed)."""
-    from brick_gym.ldraw import LDrawError, read_ldraw
+    from brick_gym.core.ldraw import LDrawError, read_ldraw
 
     name = info.filename
     where = f"{label}: {name}"
@@ -274,9 +274,9 @@ def check_model_file(path: str | os.PathLike[str], rules: Any, *, stability: boo
     Same steps as the ``check`` command: load (problems become issues of the same kind and message, in front),
     full check, ``valid`` false when anything could not be loaded; an unusable file gives one ``parse`` issue.
     """
-    from brick_gym.ldraw import LDrawError
-    from brick_gym.modelfile import load
-    from brick_gym.validity import check
+    from brick_gym.core.ldraw import LDrawError
+    from brick_gym.core.modelfile import load
+    from brick_gym.core.validity import check
 
     try:
         loaded = load(path, rules)
@@ -325,8 +325,8 @@ def verify(
     else the project's inventory. Raises ``ValueError`` (``InventoryError``, ``BenchError``) for an unknown
     setting or an unusable inventory, ``FileNotFoundError`` when ``folder`` is not a folder.
     """
-    from brick_gym.rules import Rules
-    from brick_gym.rules import setting as setting_rule
+    from brick_gym.core.rules import Rules
+    from brick_gym.core.rules import setting as setting_rule
 
     root = Path(folder)
     if not root.is_dir():

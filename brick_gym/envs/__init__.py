@@ -1,8 +1,8 @@
 """Gymnasium and PettingZoo environments; importing this package registers the ``BrickGym/...`` ids."""
 
-from .actions import CandidateCodec, FactoredCodec, PaletteSlot, make_palette
-from .assembly_env import BrickAssemblyEnv, EnvConfig, EnvTask, make_task
-from .registry import ENV_IDS, register_all
+from brick_gym.envs.assembly_env import BrickAssemblyEnv, EnvConfig, EnvTask, make_task
+from brick_gym.envs.codecs import CandidateCodec, FactoredCodec, PaletteSlot, make_palette
+from brick_gym.envs.registry import ENV_IDS, register_all
 
 register_all()
 

@@ -18,14 +18,20 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from ..assembly import Assembly, Outcome, Placement
-from ..catalog import part as get_part
-from ..colours import colour as get_colour
-from ..rewards.terms import FIDELITY_MEMORY, RewardContext, RewardSpec, current_fidelity, standard_rewards
-from ..rules import Rules
-from .actions import CandidateCodec, FactoredCodec, PaletteSlot, TargetSlots, make_palette
-from .observations import ObservationBuilder, ObservationConfig, yaw_of
-from .proposals import TargetRanking
+from brick_gym.core.assembly import Assembly, Outcome, Placement
+from brick_gym.core.catalog import part as get_part
+from brick_gym.core.colours import colour as get_colour
+from brick_gym.core.rules import Rules
+from brick_gym.envs.codecs import CandidateCodec, FactoredCodec, PaletteSlot, TargetSlots, make_palette
+from brick_gym.envs.observations import ObservationBuilder, ObservationConfig, yaw_of
+from brick_gym.envs.proposals import TargetRanking
+from brick_gym.rewards.terms import (
+    FIDELITY_MEMORY,
+    RewardContext,
+    RewardSpec,
+    current_fidelity,
+    standard_rewards,
+)
 
 DEFAULT_PALETTE = tuple(
     (stem, colour)
@@ -180,7 +186,7 @@ class BrickAssemblyEnv(gym.Env):
             episode=self._episode_scratch,
         )
         if ctx.terminal:
-            from ..validity import check
+            from brick_gym.core.validity import check
 
             self._report = check(self.assembly)
             ctx.report = self._report
@@ -208,7 +214,7 @@ class BrickAssemblyEnv(gym.Env):
         if self.render_mode == "ansi":
             return self._ansi()
         if self.render_mode == "rgb_array":
-            from ..render import render_view
+            from brick_gym.render import render_view
 
             pieces = [(p.part.stem, p.colour, p.pose) for p in self.assembly]
             return render_view(pieces, 1, size=256)
@@ -310,7 +316,7 @@ class BrickAssemblyEnv(gym.Env):
     def _observation(self) -> dict[str, np.ndarray]:
         target = None
         if self.task.target_voxels is not None:
-            from ..voxels import target_tensor
+            from brick_gym.core.voxels import target_tensor
 
             target = target_tensor(self.task.target_voxels, (self.config.target_size,) * 3)
         return self.observer.build(

@@ -1,5 +1,5 @@
-"""Fidelity tasks for the Gymnasium env: every reset draws a target model (``brick_gym.fidelity``) from a seed
-stream; ``train`` and ``test`` streams never share a target seed, so test targets are held out.
+"""Fidelity tasks for the Gymnasium env: every reset draws a target model (:mod:`.fidelity_targets`) from a
+seed stream; ``train`` and ``test`` streams never share a target seed, so test targets are held out.
 
 The palette is fixed for the env's lifetime (it sets the action and observation spaces): every part the
 generator uses, in every colour it uses, with every bottom hole as a possible source connector (so that each
@@ -13,11 +13,11 @@ from functools import cache
 
 import numpy as np
 
-from ..catalog import part
-from ..fidelity import ALL_KINDS, COLOURS, PALETTE_STEMS, FidelityTask, generate
-from ..rules import Rules
-from .actions import PaletteSlot
-from .assembly_env import EnvTask
+from brick_gym.core.catalog import part
+from brick_gym.core.rules import Rules
+from brick_gym.envs.assembly_env import EnvTask
+from brick_gym.envs.codecs import PaletteSlot
+from brick_gym.envs.fidelity_targets import ALL_KINDS, COLOURS, PALETTE_STEMS, FidelityTask, generate
 
 SPLIT_OFFSETS = {"train": 0, "test": 1_000_000_007}
 """Seed stream offsets per split: a target's seed is ``offset + seed * 7919 + draw``; streams never meet."""

@@ -59,17 +59,17 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import AgentSelector, wrappers
 
-from ..assembly import Assembly, ConnectorRef, Outcome, Placement, colour_name
-from ..catalog import UnknownPart, catalog
-from ..colours import UnknownColour, colour
-from ..rewards.terms import RewardContext, RewardSpec, standard_rewards
-from ..rules import Rules
-from .actions import CandidateCodec, FactoredCodec, make_palette, target_slots
-from .assembly_env import EnvConfig, EnvTask
-from .observations import ObservationBuilder, ObservationConfig, yaw_of
+from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Placement, colour_name
+from brick_gym.core.catalog import UnknownPart, catalog
+from brick_gym.core.colours import UnknownColour, colour
+from brick_gym.core.rules import Rules
+from brick_gym.envs.assembly_env import EnvConfig, EnvTask
+from brick_gym.envs.codecs import CandidateCodec, FactoredCodec, make_palette, target_slots
+from brick_gym.envs.observations import ObservationBuilder, ObservationConfig, yaw_of
+from brick_gym.rewards.terms import RewardContext, RewardSpec, standard_rewards
 
 if TYPE_CHECKING:
-    from ..validity import Report
+    from brick_gym.core.validity import Report
 
 SPLITS = ("inventory", "region")
 ENCODINGS = ("candidates", "factored")
@@ -236,7 +236,7 @@ class MultiBuilderEnv(AECEnv):
         self._episode_scratch: dict[str, Any] = {}
         self._target_grid = None
         if self.task.target_voxels is not None:
-            from ..voxels import target_tensor
+            from brick_gym.core.voxels import target_tensor
 
             self._target_grid = target_tensor(self.task.target_voxels, (self.config.target_size,) * 3)
         self._views: dict[str, _View] = {}
@@ -311,7 +311,7 @@ class MultiBuilderEnv(AECEnv):
             self.assembly, outcome, invalid, end, target=self.task.target_voxels, episode=self._episode_scratch
         )
         if end:
-            from ..validity import check
+            from brick_gym.core.validity import check
 
             self.report = check(self.assembly)
             ctx.report = self.report
@@ -356,7 +356,7 @@ class MultiBuilderEnv(AECEnv):
         if self.render_mode == "ansi":
             return self._ansi()
         if self.render_mode == "rgb_array":
-            from ..render import render_view
+            from brick_gym.render import render_view
 
             pieces = [(p.part.stem, p.colour, p.pose) for p in self.assembly]
             return render_view(pieces, 1, size=256)

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..assembly import Assembly, ConnectorRef, Piece, Placement
-from .actions import YAWS, PaletteSlot
+from brick_gym.core.assembly import Assembly, ConnectorRef, Piece, Placement
+from brick_gym.envs.codecs import YAWS, PaletteSlot
 
 BOUND = 1e4
 
@@ -137,14 +137,14 @@ class ObservationBuilder:
             return 0.0
         key = (id(grid), id(assembly), assembly.revision)
         if self._unfilled_memo[0] != key:
-            from ..voxels import unfilled_fraction
+            from brick_gym.core.voxels import unfilled_fraction
 
             self._unfilled_memo = (key, unfilled_fraction(grid, assembly))
         return self._unfilled_memo[1]
 
     def _agreement(self, grid: Any, slot: PaletteSlot, pose: np.ndarray) -> tuple[float, float]:
         """How well a candidate piece agrees with the target (memoised per target, part, colour and pose)."""
-        from ..voxels import piece_agreement
+        from brick_gym.core.voxels import piece_agreement
 
         key = (id(grid), slot.stem, slot.colour, pose.tobytes())
         hit = self._agreements.get(key)

@@ -16,11 +16,11 @@ from functools import cache
 
 import numpy as np
 
-from .. import connectors as cx
-from ..assembly import Assembly, ConnectorRef, Placement
-from ..catalog import Connector
-from ..voxels import VoxelGrid, cell_ranges, fills_its_box, voxelize, world_bounds
-from .actions import YAWS, PaletteSlot
+from brick_gym.core import connectors as cx
+from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.catalog import Connector
+from brick_gym.core.voxels import VoxelGrid, cell_ranges, fills_its_box, voxelize, world_bounds
+from brick_gym.envs.codecs import YAWS, PaletteSlot
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..rewards.terms import RewardSpec
-from ..rules import Inventory, Rules
-from .actions import make_palette
-from .assembly_env import DEFAULT_PALETTE, BrickAssemblyEnv, EnvConfig, EnvTask
+from brick_gym.core.rules import Inventory, Rules
+from brick_gym.envs.assembly_env import DEFAULT_PALETTE, BrickAssemblyEnv, EnvConfig, EnvTask
+from brick_gym.envs.codecs import make_palette
+from brick_gym.rewards.terms import RewardSpec
 
 
 def _config(base: EnvConfig, overrides: dict[str, Any]) -> EnvConfig:
@@ -66,7 +66,7 @@ def make_fidelity_env(
 ) -> BrickAssemblyEnv:
     """Build a target model (walls, towers, stairs, pyramids, houses, mosaics); every reset samples a target from
     the split's generator. ``train`` and ``test`` draw from disjoint seed streams (held-out targets)."""
-    from .fidelity_tasks import fidelity_task_source
+    from brick_gym.envs.fidelity_tasks import fidelity_task_source
 
     config = _config(
         EnvConfig(max_pieces=32 if size == "small" else 80, max_steps=64 if size == "small" else 160, max_targets=256),
@@ -126,19 +126,19 @@ def make_model_vqa_env(
 
     The task is entry ``task_index`` (a position or a task id) of a BrickBench task file ``tasks=`` (questions
     read leniently, as BrickBench scores them), else the built-in "red tower on a grey base" task
-    (:data:`~brick_gym.rewards.vlm_terms.DEFAULT_VQA_PROMPT`). ``judge`` defaults to a
-    :class:`~brick_gym.rewards.vlm.ScriptedJudge` that answers every question yes, which makes the term a
+    (:data:`~brick_gym.rewards.judge_terms.DEFAULT_VQA_PROMPT`). ``judge`` defaults to a
+    :class:`~brick_gym.judges.backends.ScriptedJudge` that answers every question yes, which makes the term a
     rendered-and-parsed validity bonus: real runs pass ``judge=`` (e.g. an ``OpenAIChatJudge`` on a shared
     server, or a ``TransformersJudge``), optionally with ``judge_cache=`` a JSONL path. The term is added to
     ``rewards`` (default: the standard terms) with weight ``vqa_weight`` unless it already has a ``vqa`` term.
-    ``views``/``size``/``soft``/``retries`` go to :class:`~brick_gym.rewards.vlm_terms.VQATerm`.
+    ``views``/``size``/``soft``/``retries`` go to :class:`~brick_gym.rewards.judge_terms.VQATerm`.
     """
-    from ..rewards.terms import standard_rewards
-    from ..rewards.vlm import ScriptedJudge, yes_to_all
-    from ..rewards.vlm_terms import DEFAULT_VQA_PROMPT, VQATerm, default_vqa_graph
+    from brick_gym.judges.backends import ScriptedJudge, yes_to_all
+    from brick_gym.rewards.judge_terms import DEFAULT_VQA_PROMPT, VQATerm, default_vqa_graph
+    from brick_gym.rewards.terms import standard_rewards
 
     if tasks is not None:
-        from ..rewards.vqa import load_tasks
+        from brick_gym.judges.vqa import load_tasks
 
         loaded = load_tasks(tasks, strict=False)
         if isinstance(task_index, str):

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..assembly import Assembly, Outcome
-    from ..validity import Report
+    from brick_gym.core.assembly import Assembly, Outcome
+    from brick_gym.core.validity import Report
 
 
 @dataclass
@@ -82,7 +82,7 @@ def current_fidelity(ctx: RewardContext) -> tuple[float, float]:
     if ctx.target is None:
         return 0.0, 0.0
     if "fidelity" not in ctx.cache:
-        from ..voxels import fidelity, voxelize
+        from brick_gym.core.voxels import fidelity, voxelize
 
         f = fidelity(voxelize(ctx.assembly), ctx.target, colour_max=False)
         ctx.cache["fidelity"] = (float(f.shape_iou), float(f.colour_iou))

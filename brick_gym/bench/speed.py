@@ -1,0 +1,252 @@
+"""``brick-gym speed``: figures for the performance budgets, measured side by side in one run.
+
+Placement cost is the median wall-clock time of one checked ``attach`` while a running-bond wall grows,
+in windows around 50, 400 and 2,000 pieces (caches warmed on a small wall first, as in any long session).
+When ``brickagent`` is installed, its unchecked ``attach`` is timed on the same wall in the same run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from brick_gym.core.assembly import Assembly, Outcome, Placement
+from brick_gym.core.examples import running_bond_wall
+
+WALL_BRICKS_PER_COURSE = 40
+
+
+class _Recorder(Assembly):
+    """Records every applied placement (so a build can be replayed through the env) and how long each took,
+    keyed by the piece count before it."""
+
+    def __init__(self) -> None:
+        super().__init__(name="wall")
+        self.log: list[Placement] = []
+        self.timings: list[tuple[int, float]] = []
+
+    def place(self, placement: Placement, *, dry_run: bool = False) -> Outcome:
+        n = len(self.pieces)
+        t = time.perf_counter()
+        outcome = super().place(placement, dry_run=dry_run)
+        if not dry_run:
+            self.timings.append((n, time.perf_counter() - t))
+            if outcome.ok:
+                self.log.append(placement)
+        return outcome
+
+
+def _window_median_us(timings: list[tuple[int, float]], centre: int, half: int = 25) -> float | None:
+    xs = [dt for n, dt in timings if centre - half <= n < centre + half]
+    return round(statistics.median(xs) * 1e6, 1) if xs else None
+
+
+def _courses_for(n: int) -> int:
+    return max(2, round(n / (WALL_BRICKS_PER_COURSE + 0.5)))
+
+
+def _subprocess_seconds(code: str) -> float:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _brickagent_attach_us(courses: int) -> float | None:
+    try:
+        import brickagent
+    except ImportError:
+        return None
+    from brickagent.pose import Pose
+
+    times: list[float] = []
+    wall = brickagent.Assembly("wall")
+    row = [wall.add("brick 2x4", color="red", pose=Pose(t=(80.0 * i, 0.0, 0.0))) for i in range(WALL_BRICKS_PER_COURSE)]
+    for course in range(1, courses):
+        studs = [s for p in row for s in p.stud]
+        front = min(s.at[2] for s in studs)
+        columns = sorted((s for s in studs if s.at[2] == front), key=lambda s: s.at[0])
+        widths = [4] * WALL_BRICKS_PER_COURSE if course % 2 == 0 else [2] + [4] * (WALL_BRICKS_PER_COURSE - 1) + [2]
+        row, col = [], 0
+        for width in widths:
+            t = time.perf_counter()
+            row.append(wall.attach(f"brick 2x{width}", to=columns[col], by=("hole", 0), color="red"))
+            times.append(time.perf_counter() - t)
+            col += width
+    return round(statistics.median(times) * 1e6, 1) if times else None
+
+
+def run_speed(*, quick: bool = False) -> dict[str, Any]:
+    """Measure every figure; ``quick`` shrinks the largest sizes (for smoke tests, not for reporting)."""
+    from brick_gym.core.catalog import catalog
+    from brick_gym.core.validity import check
+
+    sizes = (50, 400) if quick else (50, 400, 2000)
+    figures: dict[str, Any] = {"quick": quick}
+    figures["import_s"] = round(
+        _subprocess_seconds("import time; t=time.perf_counter(); import brick_gym; print(time.perf_counter()-t)"), 3
+    )
+    figures["catalog_ready_s"] = round(
+        _subprocess_seconds(
+            "import time; t=time.perf_counter(); from brick_gym.core.assembly import Assembly; a=Assembly(); "
+            "a.add('3001', 'red'); a.attach('3001', 'red', to='0.stud[0]'); print(time.perf_counter()-t)"
+        ),
+        3,
+    )
+    catalog()
+    running_bond_wall(5, 4)  # warm part caches and the pair-verdict memo
+    wall = _Recorder()
+    running_bond_wall(WALL_BRICKS_PER_COURSE, _courses_for(max(sizes)), into=wall)
+    figures["placement_us"] = {str(n): _window_median_us(wall.timings, min(n, len(wall) - 25)) for n in sizes}
+    figures["wall_pieces"] = len(wall)
+    full: dict[str, float] = {}
+    first: dict[str, float] = {}
+    stability: dict[str, bool] = {}
+    for n in sizes[1:]:
+        asm = running_bond_wall(WALL_BRICKS_PER_COURSE, _courses_for(n))
+        for store in (first, full):  # the first check in a process also pays for imports (scipy, pybullet)
+            t = time.perf_counter()
+            report = check(asm)
+            store[str(n)] = round(time.perf_counter() - t, 4)
+        stability[str(n)] = report.valid
+    figures["full_check_s"] = full
+    figures["full_check_first_call_s"] = first
+    figures["full_check_valid"] = stability
+    figures["brickagent_attach_us"] = _brickagent_attach_us(_courses_for(400))
+    ours = figures["placement_us"].get("400")
+    theirs = figures["brickagent_attach_us"]
+    figures["placement_vs_brickagent_ratio"] = round(ours / theirs, 3) if ours and theirs else None
+    figures.update(_render_figures(quick))
+    figures.update(_env_figures(sizes[:2], quick))
+    return figures
+
+
+def _env_step_vs_place_us(n_pieces: int, steps: int = 40) -> tuple[float, float]:
+    """Median µs of an env step (factored encoding, masks and observation included) continuing a wall of
+    ``n_pieces``, and of a bare ``Assembly.place`` of the same placements from the same state."""
+    from brick_gym.core.rules import Rules
+    from brick_gym.envs import BrickAssemblyEnv, EnvConfig, make_task
+
+    rec = _Recorder()
+    running_bond_wall(10, (n_pieces + steps) // 10 + 2, into=rec)
+    prefix = Assembly(Rules.for_setting("free"))
+    for p in rec.log[:n_pieces]:
+        prefix.place(p)
+    rest = rec.log[n_pieces : n_pieces + steps]
+    task = make_task("speed", prefix.rules, [("3001", "red"), ("3003", "red")], start=("3001", "red"))
+    env = BrickAssemblyEnv(task, config=EnvConfig(max_pieces=n_pieces + steps + 5, max_steps=10**6, max_targets=512))
+    env.reset(seed=0, options={"assembly": prefix})
+    env_times, bare_times = [], []
+    for p in rest:
+        action = env.encode_placement(p)
+        t = time.perf_counter()
+        env.step(action)
+        env_times.append(time.perf_counter() - t)
+    bare = prefix.copy()
+    for p in rest:
+        t = time.perf_counter()
+        bare.place(p)
+        bare_times.append(time.perf_counter() - t)
+    return statistics.median(env_times) * 1e6, statistics.median(bare_times) * 1e6
+
+
+def _vector_steps_per_s(n_envs: int = 2, steps: int = 60) -> float:
+    """Random masked steps per second over ``n_envs`` subprocess envs (SB3 SubprocVecEnv, Fidelity candidates)."""
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    from brick_gym.rl.train import make_env
+
+    vec = SubprocVecEnv([make_env("BrickGym/FidelityCandidates-v0", i) for i in range(n_envs)])
+    try:
+        vec.reset()
+        rng = np.random.default_rng(0)
+        t = time.perf_counter()
+        for _ in range(steps):
+            masks = vec.env_method("action_masks")
+            vec.step(np.array([rng.choice(np.flatnonzero(m[:-1])) if m[:-1].any() else len(m) - 1 for m in masks]))
+        return round(steps * n_envs / (time.perf_counter() - t), 1)
+    finally:
+        vec.close()
+
+
+def _candidate_order_steps_per_s(episodes: int) -> dict[str, float]:
+    """Random masked steps per second on Fidelity targets with the candidate encoding, target-guided order and
+    connector order side by side (the same targets and seeds), and their ratio."""
+    import gymnasium as gym
+
+    import brick_gym.envs  # noqa: F401
+    from brick_gym.rl.baselines import RandomMaskedAgent, run_episodes
+
+    out = {}
+    for name, ranked in (("target_guided", True), ("connector_order", False)):
+        env = gym.make("BrickGym/FidelityCandidates-v0", rank_by_target=ranked)
+        env.reset(seed=0)  # warm the catalogue and the collision memo
+        t = time.perf_counter()
+        steps = sum(int(e["steps"]) for e in run_episodes(env, RandomMaskedAgent(0), episodes))
+        out[name] = round(steps / (time.perf_counter() - t), 1)
+        env.close()
+    out["guided_over_connector"] = round(out["target_guided"] / out["connector_order"], 2)
+    return out
+
+
+def _env_figures(sizes: tuple[int, ...], quick: bool = False) -> dict[str, Any]:
+    """Env step cost against a bare placement at each size, and vectorised throughput."""
+    try:
+        step, bare, ratio = {}, {}, {}
+        for n in sizes:
+            e, b = _env_step_vs_place_us(n)
+            step[str(n)], bare[str(n)], ratio[str(n)] = round(e, 1), round(b, 1), round(e / b, 2)
+        return {
+            "env_step_us": step,
+            "env_bare_place_us": bare,
+            "env_step_over_place": ratio,
+            "env_steps_per_s": {k: round(1e6 / v, 1) for k, v in step.items()},
+            "env_2_subprocess_steps_per_s": _vector_steps_per_s(),
+            "fidelity_candidates_steps_per_s": _candidate_order_steps_per_s(2 if quick else 10),
+        }
+    except ImportError as exc:  # the rl extra is not installed
+        return {"env_error": f"{type(exc).__name__}: {exc}"}
+
+
+def _render_figures(quick: bool) -> dict[str, Any]:
+    """8 views at 512² of a brick model (400 pieces; 50 in quick mode) with the preferred backend (warm call).
+
+    The preferred backend is moderngl when an EGL context can be made, else the software rasteriser; a full run
+    on a moderngl machine also times the software path (what a machine without EGL gets). A failure (no mesh
+    data, no Pillow...) is reported as ``render_error`` instead of failing the whole run.
+    """
+    n = 50 if quick else 400
+    key = "render_8x512_s"  # for ``render_pieces`` pieces
+    try:
+        from brick_gym.render import available_backends, benchmark_render
+
+        backends = available_backends()
+        bench = benchmark_render(n, 512, backends=backends[:1] if quick else backends)
+    except Exception as exc:  # a benchmark must report, not crash
+        return {key: None, "render_backend": None, "render_error": f"{type(exc).__name__}: {exc}"}
+    best = backends[0]
+    entry = bench["backends"][best]
+    out: dict[str, Any] = {
+        key: entry["views_s"],
+        "render_first_call_s": entry["cold_s"],
+        "render_backend": f"{best} ({entry['renderer']})" if "renderer" in entry else best,
+        "render_pieces": n,
+    }
+    if "software" in bench["backends"] and best != "software":
+        out["render_8x512_software_s"] = bench["backends"]["software"]["views_s"]
+    return out
+
+
+def format_figures(figures: dict[str, Any]) -> str:
+    """Human-readable lines for the figures."""
+    lines = []
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k}: {v}" for k, v in value.items())
+            lines.append(f"{key:<32} {inner}")
+        else:
+            lines.append(f"{key:<32} {value}")
+    return "\n".join(lines)

@@ -1,0 +1,629 @@
+"""The incremental assembly core: pieces placed by connectors, checked before commit, with undo.
+
+Every mutation returns an :class:`Outcome`; a refusal changes nothing and says why (reason code, pieces,
+connectors). A checked placement costs O(neighbours): a grid of connector positions finds the joints the new
+piece forms, and a grid of piece bounds feeds the mesh collision test. Components of the joint graph are kept
+up to date. The whole object is plain data: it pickles, copies and compares without any native handles.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import math
+import re
+from collections import ChainMap, Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
+
+import numpy as np
+
+from brick_gym.core import connectors as cx
+from brick_gym.core import joints as jx
+from brick_gym.core.catalog import Connector, Part, UnknownPart, catalog
+from brick_gym.core.collision import CollisionIndex
+from brick_gym.core.colours import UnknownColour, colour
+from brick_gym.core.rules import Rules
+
+REASONS = (
+    "unknown_part",
+    "unknown_colour",
+    "bad_connector",
+    "no_piece",
+    "no_mate",
+    "occupied",
+    "collision",
+    "out_of_stock",
+    "part_limit",
+    "bad_pose",
+    "nothing_to_undo",
+)
+"""Every reason code an :class:`Outcome` can carry."""
+
+
+@dataclass(frozen=True, order=True)
+class ConnectorRef:
+    """A connector of a placed piece: (piece id, group, index in group), e.g. ``7.stud[3]``."""
+
+    piece: int
+    group: str
+    index: int
+
+    def __str__(self) -> str:
+        return f"{self.piece}.{self.group}[{self.index}]"
+
+    _PATTERN = re.compile(r"^\s*(\d+)\s*[.:]\s*([A-Za-z0-9_]+)\s*\[\s*(-?\d+)\s*\]\s*$")
+
+    @classmethod
+    def parse(cls, value: ConnectorRef | str | tuple | list) -> ConnectorRef:
+        """From ``"7.stud[3]"``, ``(7, "stud", 3)`` or a ConnectorRef; ValueError says the expected form."""
+        if isinstance(value, ConnectorRef):
+            return value
+        if isinstance(value, str):
+            m = cls._PATTERN.match(value)
+            if m:
+                return cls(int(m.group(1)), m.group(2), int(m.group(3)))
+        elif isinstance(value, tuple | list) and len(value) == 3:
+            piece, group, index = value
+            if isinstance(piece, int) and isinstance(group, str) and isinstance(index, int):
+                return cls(piece, group, index)
+        raise ValueError(f"bad connector reference {value!r}: write it as 'PIECE.GROUP[INDEX]', e.g. '0.stud[3]'")
+
+
+@dataclass(frozen=True, eq=False)
+class Piece:
+    """A placed part instance: id, part, LDraw colour code and 4×4 world pose (LDU, LDraw frame)."""
+
+    id: int
+    part: Part
+    colour: int
+    pose: np.ndarray = field(repr=False)
+
+    @cached_property
+    def world_frames(self) -> np.ndarray:
+        """(n, 4, 4) world frames of the piece's connectors in BrickNet order."""
+        f = self.pose @ self.part.frames if len(self.part.connectors) else np.zeros((0, 4, 4))
+        f.flags.writeable = False
+        return f
+
+    @cached_property
+    def _world(self) -> tuple[np.ndarray, np.ndarray]:
+        return jx.world_points(self.part, self.pose)
+
+    @property
+    def points(self) -> np.ndarray:
+        """(n, 3) world positions of the connectors."""
+        return self._world[0]
+
+    @property
+    def axes(self) -> np.ndarray:
+        """(n, 3) world unit mating axes of the connectors."""
+        return self._world[1]
+
+    def ref(self, conn: Connector | int) -> ConnectorRef:
+        """The reference of one of this piece's connectors (by Connector or flat index)."""
+        c = self.part.connectors[conn] if isinstance(conn, int) else conn
+        return ConnectorRef(self.id, c.group, c.group_index)
+
+    def refs(self, group: str) -> list[ConnectorRef]:
+        """References to every connector of a group, e.g. ``piece.refs("stud")``."""
+        return [ConnectorRef(self.id, group, i) for i in range(len(self.part.groups.get(group, ())))]
+
+    def __getattr__(self, name: str) -> list[ConnectorRef]:
+        """``piece.stud``, ``piece.hole``... like BrickAgent's per-subtype connector lists."""
+        part = self.__dict__.get("part")
+        if part is not None and name in part.groups:
+            return self.refs(name)
+        raise AttributeError(name)
+
+    def describe(self) -> str:
+        """``#7 3001 'brick 2x4' red`` — how messages name a piece."""
+        return f"#{self.id} {self.part.stem} '{self.part.name}' {colour_name(self.colour)}"
+
+    def __getstate__(self) -> dict:
+        return {"id": self.id, "part": self.part, "colour": self.colour, "pose": self.pose}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+
+def colour_name(code: int) -> str:
+    """BrickNet's name for a colour code, or ``colour <code>``."""
+    try:
+        return colour(code).name
+    except UnknownColour:
+        return f"colour {code}"
+
+
+class Joint(NamedTuple):
+    """A joint between connector ``a_conn`` of piece ``a`` and ``b_conn`` of piece ``b`` (flat indices), a < b."""
+
+    a: int
+    a_conn: int
+    b: int
+    b_conn: int
+    family: str
+    residual: float
+
+    @property
+    def exact(self) -> bool:
+        """Whether the fit is exact to round-off (BrickAgent's standard for authored connections)."""
+        return self.residual <= cx.EXACT_TOLERANCE
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Result of a mutation: applied, or refused with a reason code, a message and the pieces involved."""
+
+    ok: bool
+    reason: str | None = None
+    message: str = ""
+    piece: int | None = None
+    pieces: tuple[int, ...] = ()
+    joints: tuple[Joint, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _refuse(reason: str, message: str, pieces: Iterable[int] = ()) -> Outcome:
+    return Outcome(False, reason, message, None, tuple(pieces))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A connector-indexed placement: put ``part`` in ``colour`` with its connector ``source`` (group, index)
+    on ``target``, turned by ``yaw`` degrees (+ flip/slide for axles and hinges, rotation for balls).
+    With ``target=None`` the part is placed at ``pose`` instead (the first piece, or free placement)."""
+
+    part: str | int | Part
+    colour: int | str
+    target: ConnectorRef | None = None
+    source: tuple[str, int] | None = None
+    yaw: float = 0.0
+    flip: bool = False
+    slide: float = 0.0
+    rotation: tuple[float, float, float] | None = None
+    pose: np.ndarray | None = None
+
+
+class Assembly:
+    """Pieces, joints, components and stock, mutated only through checked operations."""
+
+    def __init__(self, rules: Rules | None = None, *, strict: bool = True, name: str = "model") -> None:
+        self.rules = rules or Rules()
+        self.strict = strict
+        self.name = name
+        self.pieces: dict[int, Piece] = {}
+        self.usage: Counter[tuple[str, int]] = Counter()
+        self._next_id = 0
+        self._links: dict[tuple[int, int], dict[tuple[int, int], Joint]] = {}
+        self._adjacent: dict[int, Counter[int]] = {}
+        self._component_of: dict[int, int] = {}
+        self._members: dict[int, set[int]] = {}
+        self._conn_grid = jx.ConnectorGrid()
+        self._collisions = CollisionIndex()
+        self._history: list[tuple] = []
+        self.revision = 0
+        """Counts committed changes (pieces added or removed): caches compare it to know they are current."""
+
+    # ----- queries -------------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    def __iter__(self) -> Iterator[Piece]:
+        return iter(self.pieces.values())
+
+    def __getitem__(self, piece_id: int) -> Piece:
+        return self.pieces[piece_id]
+
+    @property
+    def joints(self) -> list[Joint]:
+        """Every joint, each once, sorted."""
+        seen = {j for links in self._links.values() for j in links.values()}
+        return sorted(seen, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
+
+    @property
+    def components(self) -> list[list[int]]:
+        """Connected components of the joint graph (sorted piece ids), largest first, ties by first id."""
+        comps = [sorted(m) for m in self._members.values()]
+        return sorted(comps, key=lambda c: (-len(c), c[0]))
+
+    @property
+    def component_count(self) -> int:
+        """Number of connected components (O(1))."""
+        return len(self._members)
+
+    def degree(self, piece_id: int) -> int:
+        """Number of pieces joined to ``piece_id`` (O(1))."""
+        return len(self._adjacent.get(piece_id, ()))
+
+    def component_of(self, piece_id: int) -> int:
+        """An id naming the component a piece belongs to (stable until the component changes)."""
+        return self._component_of[piece_id]
+
+    def neighbours(self, piece_id: int) -> list[int]:
+        """Pieces joined to ``piece_id``."""
+        return sorted(self._adjacent.get(piece_id, ()))
+
+    def is_free(self, ref: ConnectorRef | str | tuple) -> bool:
+        """Whether a connector can take another joint (axle-family connectors always can)."""
+        r = ConnectorRef.parse(ref)
+        piece = self.pieces[r.piece]
+        conn = piece.part.connector(r.group, r.index)
+        return not cx.exclusive(conn) or not self._links.get((r.piece, conn.index))
+
+    def free_connectors(self, piece_id: int | None = None) -> list[ConnectorRef]:
+        """Connectors that can still take a joint, for one piece or the whole assembly."""
+        ids = [piece_id] if piece_id is not None else list(self.pieces)
+        out = []
+        for pid in ids:
+            piece = self.pieces[pid]
+            for c in piece.part.connectors:
+                if not cx.exclusive(c) or not self._links.get((pid, c.index)):
+                    out.append(ConnectorRef(pid, c.group, c.group_index))
+        return out
+
+    def connector_frame(self, ref: ConnectorRef | str | tuple) -> np.ndarray:
+        """World frame of a connector."""
+        r = ConnectorRef.parse(ref)
+        piece = self.pieces[r.piece]
+        return piece.world_frames[piece.part.connector(r.group, r.index).index]
+
+    def stock_left(self) -> dict[tuple[str, int], int | None]:
+        """Remaining count per inventory entry (None = unlimited); empty without an inventory."""
+        inv = self.rules.inventory
+        if inv is None:
+            return {}
+        return {k: (None if v is None else v - self.usage.get(k, 0)) for k, v in inv.limits.items()}
+
+    # ----- mutations -----------------------------------------------------------------------------------------
+    def add(self, part: str | int | Part, colour: int | str, pose: np.ndarray | None = None) -> Outcome:
+        """Place a part at a world pose (identity by default), checked like any placement."""
+        return self.place(Placement(part, colour, pose=np.eye(4) if pose is None else pose))
+
+    def attach(
+        self,
+        part: str | int | Part,
+        colour: int | str,
+        *,
+        to: ConnectorRef | str | tuple,
+        by: tuple[str, int] | str = ("hole", 0),
+        yaw: float = 0.0,
+        flip: bool = False,
+        slide: float = 0.0,
+        rotation: tuple[float, float, float] | None = None,
+    ) -> Outcome:
+        """Place a part by an exact connector fit: its connector ``by`` on the existing connector ``to``."""
+        try:
+            target = ConnectorRef.parse(to)
+        except ValueError as exc:
+            return _refuse("bad_connector", str(exc))
+        if isinstance(by, str):
+            m = re.match(r"^\s*([A-Za-z0-9_]+)\s*\[\s*(-?\d+)\s*\]\s*$", by)
+            if not m:
+                return _refuse("bad_connector", f"bad source connector {by!r}: write it as 'GROUP[INDEX]'")
+            by = (m.group(1), int(m.group(2)))
+        return self.place(Placement(part, colour, target, tuple(by), yaw, flip, slide, rotation))
+
+    def pose_for(self, placement: Placement) -> np.ndarray | None:
+        """The world pose a placement would give its part, or None when it cannot be resolved."""
+        if placement.target is None:
+            return None if placement.pose is None else np.asarray(placement.pose, dtype=np.float64)
+        try:
+            part = catalog().resolve(placement.part)
+        except UnknownPart:
+            return None
+        resolved = self._resolve_mate(part, placement)
+        return None if isinstance(resolved, Outcome) else resolved[0]
+
+    def evaluate(self, placement: Placement) -> Outcome:
+        """Check a placement without committing it: the outcome ``place`` would give (joints not listed)."""
+        return self.place(placement, dry_run=True)
+
+    def place(self, placement: Placement, *, dry_run: bool = False) -> Outcome:
+        """Check a placement against the assembly and commit it (unless ``dry_run``), or refuse it with a reason."""
+        try:
+            part = catalog().resolve(placement.part)
+        except UnknownPart as exc:
+            return _refuse("unknown_part", str(exc))
+        try:
+            code = colour(placement.colour).code
+        except UnknownColour as exc:
+            return _refuse("unknown_colour", str(exc))
+        authored: tuple[int, int, int] | None = None
+        if placement.target is None:
+            pose = np.asarray(placement.pose if placement.pose is not None else np.eye(4), dtype=np.float64)
+            bad = _bad_pose(pose)
+            if bad:
+                return _refuse("bad_pose", f"pose for {part.stem} ('{part.name}') {bad}")
+        else:
+            resolved = self._resolve_mate(part, placement)
+            if isinstance(resolved, Outcome):
+                return resolved
+            pose, authored = resolved
+        return self._commit_checked(part, code, pose, authored, dry_run)
+
+    def remove(self, piece_id: int) -> Outcome:
+        """Remove a piece and its joints."""
+        if piece_id not in self.pieces:
+            return _refuse("no_piece", f"no piece #{piece_id} in the assembly")
+        piece = self.pieces[piece_id]
+        joints = self._detach(piece_id)
+        self._history.append(("remove", piece, joints, self._next_id))
+        return Outcome(True, None, f"removed {piece.describe()}", piece_id, (piece_id,), tuple(joints))
+
+    def undo(self) -> Outcome:
+        """Revert the last applied add/attach/remove exactly."""
+        if not self._history:
+            return _refuse("nothing_to_undo", "nothing to undo")
+        record = self._history.pop()
+        if record[0] == "add":
+            _, piece_id, next_id = record
+            self._detach(piece_id)
+            self._next_id = next_id
+            return Outcome(True, None, f"undid placement of #{piece_id}", piece_id, (piece_id,))
+        _, piece, joints, next_id = record
+        self._insert(piece, joints)
+        self._next_id = next_id
+        return Outcome(True, None, f"undid removal of {piece.describe()}", piece.id, (piece.id,), tuple(joints))
+
+    def copy(self) -> Assembly:
+        """An independent deep copy (parts and frames are shared read-only)."""
+        return _copy.deepcopy(self)
+
+    def __deepcopy__(self, memo: dict) -> Assembly:
+        new = Assembly.__new__(Assembly)
+        for k, v in self.__dict__.items():
+            if k in ("rules", "pieces"):
+                setattr(new, k, v if k == "rules" else dict(v))
+            else:
+                setattr(new, k, _copy.deepcopy(v, memo))
+        return new
+
+    # ----- internals -----------------------------------------------------------------------------------------
+    def _resolve_mate(self, part: Part, placement: Placement) -> Outcome | tuple[np.ndarray, tuple[int, int, int]]:
+        target = placement.target
+        if isinstance(target, str | tuple | list):
+            try:
+                target = ConnectorRef.parse(target)
+            except ValueError as exc:
+                return _refuse("bad_connector", str(exc))
+        assert isinstance(target, ConnectorRef)
+        host = self.pieces.get(target.piece)
+        if host is None:
+            return _refuse("no_piece", f"target {target}: no piece #{target.piece} in the assembly")
+        try:
+            t_conn = host.part.connector(target.group, target.index)
+        except (KeyError, IndexError) as exc:
+            return _refuse("bad_connector", f"target {target}: {exc.args[0]}", (host.id,))
+        group, index = placement.source if placement.source is not None else ("hole", 0)
+        try:
+            s_conn = part.connector(group, int(index))
+        except (KeyError, IndexError, ValueError, TypeError) as exc:
+            return _refuse("bad_connector", f"source {group}[{index}]: {exc.args[0]}")
+        if not cx.mates(t_conn, s_conn):
+            return _refuse(
+                "no_mate",
+                f"{s_conn.label} of {part.stem} ('{part.name}') cannot mate {target} ({t_conn.group}) of "
+                f"{host.describe()}: {t_conn.group} takes {', '.join(_partners(t_conn)) or 'nothing'}",
+                (host.id,),
+            )
+        if self.strict and cx.exclusive(t_conn) and self._links.get((host.id, t_conn.index)):
+            holder = sorted({p for p, _ in self._links[(host.id, t_conn.index)]})
+            return _refuse(
+                "occupied",
+                f"{target} of {host.describe()} is already joined to "
+                + ", ".join(self.pieces[p].describe() for p in holder),
+                (host.id, *holder),
+            )
+        for name, value in (("yaw", placement.yaw), ("slide", placement.slide)):
+            if not math.isfinite(float(value)):
+                return _refuse("bad_pose", f"{name} must be a finite number, got {value!r}")
+        pose = cx.mating_pose(
+            host.world_frames[t_conn.index],
+            s_conn,
+            t_conn.family,
+            yaw=float(placement.yaw),
+            flip=bool(placement.flip),
+            slide=float(placement.slide),
+            rotation=placement.rotation,
+        )
+        return pose, (host.id, t_conn.index, s_conn.index)
+
+    def _commit_checked(
+        self, part: Part, code: int, pose: np.ndarray, authored: tuple[int, int, int] | None, dry_run: bool = False
+    ) -> Outcome:
+        new_id = self._next_id
+        candidate = Piece(new_id, part, code, _frozen(pose))
+        if self.strict:
+            refusal = self._check_rules(part, code)
+            if refusal is None:
+                refusal = self._check_collision(candidate)
+            if refusal is not None:
+                return refusal
+        engaged_by_construction = authored is None or cx.exclusive(part.connectors[authored[2]])
+        if dry_run and engaged_by_construction:
+            return Outcome(True, None, f"would place {candidate.describe()}")
+        joints = self._find_joints(candidate)
+        if authored is not None:
+            host, t_idx, s_idx = authored
+            if not any(
+                (j.a, j.a_conn, j.b, j.b_conn) in ((host, t_idx, new_id, s_idx), (new_id, s_idx, host, t_idx))
+                for j in joints
+            ):
+                conn = part.connectors[s_idx]
+                return _refuse(
+                    "no_mate",
+                    f"{conn.label} of {part.stem} ('{part.name}') does not engage {self.pieces[host].ref(t_idx)} "
+                    f"with these parameters (slide too far for the axle lengths?)",
+                    (host,),
+                )
+        if dry_run:
+            return Outcome(True, None, f"would place {candidate.describe()}", None, (), tuple(joints))
+        self._insert(candidate, joints)
+        self._next_id = new_id + 1
+        self._history.append(("add", new_id, new_id))
+        return Outcome(True, None, f"placed {candidate.describe()}", new_id, (new_id,), tuple(joints))
+
+    def _check_rules(self, part: Part, code: int) -> Outcome | None:
+        limit = self.rules.setting.max_parts
+        if limit is not None and len(self.pieces) >= limit:
+            return _refuse(
+                "part_limit", f"the {self.rules.setting.name} setting allows at most {limit} parts; already {limit}"
+            )
+        inv = self.rules.inventory
+        if inv is not None:
+            key = (part.stem, code)
+            if not inv.allows(*key):
+                return _refuse(
+                    "out_of_stock",
+                    f"{part.stem} ('{part.name}') in {colour_name(code)} is not in the inventory ({inv.source})",
+                )
+            cap = inv.limit(*key)
+            if cap is not None and self.usage[key] >= cap:
+                return _refuse(
+                    "out_of_stock", f"all {cap} of {part.stem} ('{part.name}') in {colour_name(code)} are used"
+                )
+        return None
+
+    def _check_collision(self, candidate: Piece) -> Outcome | None:
+        hits = self._collisions.colliding(candidate.part.stem, candidate.pose)
+        if not hits:
+            return None
+        names = ", ".join(self.pieces[h].describe() for h in hits)
+        return _refuse(
+            "collision",
+            f"{candidate.part.stem} ('{candidate.part.name}') in {colour_name(candidate.colour)} would overlap "
+            f"{names} by more than 1 LDU",
+            hits,
+        )
+
+    def _find_joints(self, piece: Piece) -> list[Joint]:
+        """Joints the piece forms with existing pieces; exclusive connectors take their best single partner."""
+        pairs = self._conn_grid.candidates(piece.id, piece.part, piece.points, piece.axes)
+        if not pairs.a:
+            return []
+        found = jx.score_candidates(ChainMap({piece.id: piece}, self.pieces), pairs)
+        taken = {k for c in found for k in (c.a, c.b) if k[0] != piece.id and self._links.get(k)}
+        return [
+            Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in jx.select(found, taken)
+        ]
+
+    def _insert(self, piece: Piece, joints: Iterable[Joint]) -> None:
+        pid = piece.id
+        self.revision += 1
+        self.pieces[pid] = piece
+        self.usage[(piece.part.stem, piece.colour)] += 1
+        self._collisions.add(pid, piece.part.stem, piece.pose)
+        self._conn_grid.add(pid, piece.part, piece.points, piece.axes)
+        self._adjacent[pid] = Counter()
+        self._component_of[pid] = pid
+        self._members[pid] = {pid}
+        for j in joints:
+            self._links.setdefault((j.a, j.a_conn), {})[(j.b, j.b_conn)] = j
+            self._links.setdefault((j.b, j.b_conn), {})[(j.a, j.a_conn)] = j
+            self._adjacent[j.a][j.b] += 1
+            self._adjacent[j.b][j.a] += 1
+            self._merge(j.a, j.b)
+
+    def _merge(self, a: int, b: int) -> None:
+        ra, rb = self._component_of[a], self._component_of[b]
+        if ra == rb:
+            return
+        if len(self._members[ra]) < len(self._members[rb]):
+            ra, rb = rb, ra
+        for p in self._members[rb]:
+            self._component_of[p] = ra
+        self._members[ra] |= self._members.pop(rb)
+
+    def _detach(self, pid: int) -> list[Joint]:
+        piece = self.pieces.pop(pid)
+        self.revision += 1
+        key = (piece.part.stem, piece.colour)
+        self.usage[key] -= 1
+        if self.usage[key] <= 0:
+            del self.usage[key]
+        self._collisions.remove(pid)
+        self._conn_grid.remove(pid, piece.part, piece.points)
+        removed: list[Joint] = []
+        for c in piece.part.connectors:
+            for other, j in self._links.pop((pid, c.index), {}).items():
+                removed.append(j)
+                partner = self._links.get(other)
+                if partner is not None:
+                    partner.pop((pid, c.index), None)
+                    if not partner:
+                        del self._links[other]
+        for other in self._adjacent.pop(pid):
+            del self._adjacent[other][pid]
+        root = self._component_of.pop(pid)
+        members = self._members.pop(root)
+        members.discard(pid)
+        self._relabel(members)
+        return sorted(removed, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
+
+    def _relabel(self, members: set[int]) -> None:
+        """Recompute components among ``members`` after a removal split them (BFS, O(component))."""
+        left = set(members)
+        while left:
+            start = min(left)
+            comp, stack = {start}, [start]
+            while stack:
+                for n in self._adjacent[stack.pop()]:
+                    if n not in comp:
+                        comp.add(n)
+                        stack.append(n)
+            left -= comp
+            for p in comp:
+                self._component_of[p] = start
+            self._members[start] = comp
+
+    def __eq__(self, other: object) -> bool:
+        """Same pieces (ids, parts, colours, exact poses), joints, rules and mode."""
+        if not isinstance(other, Assembly):
+            return NotImplemented
+        return (
+            self.rules == other.rules
+            and self.strict == other.strict
+            and self._next_id == other._next_id
+            and self.pieces.keys() == other.pieces.keys()
+            and all(
+                a.part.stem == b.part.stem and a.colour == b.colour and np.array_equal(a.pose, b.pose)
+                for a, b in ((self.pieces[k], other.pieces[k]) for k in self.pieces)
+            )
+            and self.joints == other.joints
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _partners(c: Connector) -> list[str]:
+    if c.family == "stud":
+        return sorted({s for pair in cx.STUD_MATES if c.subtype in pair for s in pair if s != c.subtype})
+    if c.family == "axle":
+        return sorted({s for pair in cx.AXLE_MATES if c.subtype in pair for s in pair if s != c.subtype})
+    other = "on" if c.polarity == "in" else "in"
+    return [f"{c.kind}{c.subtype}_{other}"]
+
+
+def _frozen(pose: np.ndarray) -> np.ndarray:
+    p = np.array(pose, dtype=np.float64)
+    p += 0.0  # no negative zeros
+    p.flags.writeable = False
+    return p
+
+
+def _bad_pose(pose: np.ndarray) -> str | None:
+    if pose.shape != (4, 4):
+        return f"must be a 4x4 matrix, got shape {pose.shape}"
+    if not np.all(np.isfinite(pose)):
+        return "contains NaN or infinity"
+    if not np.allclose(pose[3], [0, 0, 0, 1]):
+        return "must have a last row of 0 0 0 1"
+    r = pose[:3, :3]
+    if not np.allclose(r.T @ r, np.eye(3), atol=1e-6) or np.linalg.det(r) < 0:
+        return "must be a rotation (orthonormal, no mirroring) plus a translation"
+    return None

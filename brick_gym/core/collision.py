@@ -1,0 +1,227 @@
+"""Incremental collision index: a uniform-grid broad phase over piece bounds and a python-fcl BVH narrow phase.
+
+Collision meshes are BrickBench-calibrated (see ``meshes``): two pieces collide when their collision meshes
+intersect, i.e. when they overlap by more than 1 LDU. Touching and correctly mated parts do not collide.
+The verdict for a pair depends only on the two part types and their relative pose, so it is memoised per
+process on (stems, rounded relative pose): LEGO models repeat the same few pairings thousands of times.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from functools import cache
+
+import numpy as np
+
+from brick_gym.core.meshes import collision_mesh
+
+CELL_LDU = 40.0
+_POSE_DECIMALS = 6
+_CACHE_LIMIT = 200_000
+_pair_cache: dict[bytes, bool] = {}
+_cache_lock = threading.Lock()
+
+
+@cache
+def _bvh(stem: str):  # -> fcl.BVHModel, shared per part type
+    import fcl
+
+    mesh = collision_mesh(stem)
+    model = fcl.BVHModel()
+    model.beginModel(len(mesh.vertices), len(mesh.faces))
+    model.addSubModel(np.ascontiguousarray(mesh.vertices), np.ascontiguousarray(mesh.faces))
+    model.endModel()
+    return model
+
+
+@cache
+def local_bounds(stem: str) -> np.ndarray:
+    """(8, 4) homogeneous corners of the collision mesh's local bounding box."""
+    lo, hi = collision_mesh(stem).bounds
+    corners = np.array(list(itertools.product(*zip(lo, hi, strict=True))), dtype=np.float64)
+    return np.hstack([corners, np.ones((8, 1))])
+
+
+def world_aabb(stem: str, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """World axis-aligned bounds of a piece's collision mesh."""
+    pts = local_bounds(stem) @ pose.T
+    return pts[:, :3].min(axis=0), pts[:, :3].max(axis=0)
+
+
+def _relatives(pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
+    """(n, 3, 4) poses of b in a's frame."""
+    ra = np.transpose(pa[:, :3, :3], (0, 2, 1))
+    rot = ra @ pb[:, :3, :3]
+    t = np.einsum("nij,nj->ni", ra, pb[:, :3, 3] - pa[:, :3, 3])
+    return np.concatenate([rot, t[:, :, None]], axis=2) + 0.0  # + 0.0 folds -0.0 into 0.0
+
+
+def pair_verdicts(
+    stems_a: Sequence[str], poses_a: np.ndarray, stems_b: Sequence[str], poses_b: np.ndarray
+) -> np.ndarray:
+    """Collision verdicts for many pairs at once; each pair's verdict is memoised per process on (the two
+    stems, their relative pose rounded to 1e-6) in a canonical order, so (a, b) and (b, a) share an entry."""
+    n = len(stems_a)
+    out = np.zeros(n, dtype=bool)
+    if n == 0:
+        return out
+    ab = _relatives(poses_a, poses_b)
+    ba = _relatives(poses_b, poses_a)
+    kab = np.round(ab, _POSE_DECIMALS) + 0.0
+    kba = np.round(ba, _POSE_DECIMALS) + 0.0
+    for i in range(n):
+        sa, sb = stems_a[i], stems_b[i]
+        fwd = kab[i].tobytes()
+        if sa < sb or (sa == sb and fwd <= kba[i].tobytes()):
+            key, first, second, rel = f"{sa}|{sb}|".encode() + fwd, sa, sb, ab[i]
+        else:
+            key, first, second, rel = f"{sb}|{sa}|".encode() + kba[i].tobytes(), sb, sa, ba[i]
+        hit = _pair_cache.get(key)
+        if hit is None:
+            hit = _narrow_phase(first, second, rel)
+            with _cache_lock:
+                if len(_pair_cache) >= _CACHE_LIMIT:
+                    _pair_cache.clear()
+                _pair_cache[key] = hit
+        out[i] = hit
+    return out
+
+
+def _narrow_phase(stem_a: str, stem_b: str, rel: np.ndarray) -> bool:
+    import fcl
+
+    a = fcl.CollisionObject(_bvh(stem_a), fcl.Transform())
+    b = fcl.CollisionObject(_bvh(stem_b), fcl.Transform(np.ascontiguousarray(rel[:3, :3]), rel[:3, 3].copy()))
+    request = fcl.CollisionRequest(num_max_contacts=1, enable_contact=False)
+    return fcl.collide(a, b, request, fcl.CollisionResult()) > 0
+
+
+class BoxGrid:
+    """Keys with axis-aligned boxes in a uniform grid; a box query costs O(cells it spans + hits)."""
+
+    def __init__(self, cell: float = CELL_LDU) -> None:
+        self.cell = cell
+        self._grid: dict[tuple[int, int, int], set] = {}
+        self._boxes: dict = {}
+
+    def __len__(self) -> int:
+        return len(self._boxes)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._boxes
+
+    def add(self, key: object, lo: Sequence[float], hi: Sequence[float]) -> None:
+        """Insert a key with its box (the key must not be present)."""
+        box = (*(float(v) for v in lo), *(float(v) for v in hi))
+        self._boxes[key] = box
+        for c in self._cells(box):
+            self._grid.setdefault(c, set()).add(key)
+
+    def remove(self, key: object) -> None:
+        """Drop a key."""
+        box = self._boxes.pop(key)
+        for c in self._cells(box):
+            bucket = self._grid.get(c)
+            if bucket is not None:
+                bucket.discard(key)
+                if not bucket:
+                    del self._grid[c]
+
+    def query(self, lo: Sequence[float], hi: Sequence[float]) -> list:
+        """Keys whose boxes overlap (lo, hi), sorted."""
+        x0, y0, z0 = (float(v) for v in lo)
+        x1, y1, z1 = (float(v) for v in hi)
+        grid = self._grid
+        found: set = set()
+        for c in self._cells((x0, y0, z0, x1, y1, z1)):
+            bucket = grid.get(c)
+            if bucket:
+                found |= bucket
+        boxes = self._boxes
+        hits = []
+        for k in found:
+            a0, b0, c0, a1, b1, c1 = boxes[k]
+            if a0 < x1 and b0 < y1 and c0 < z1 and x0 < a1 and y0 < b1 and z0 < c1:
+                hits.append(k)
+        hits.sort()
+        return hits
+
+    def _cells(self, box: tuple[float, ...]) -> Iterable[tuple[int, int, int]]:
+        s = self.cell
+        return itertools.product(
+            range(math.floor(box[0] / s), math.floor(box[3] / s) + 1),
+            range(math.floor(box[1] / s), math.floor(box[4] / s) + 1),
+            range(math.floor(box[2] / s), math.floor(box[5] / s) + 1),
+        )
+
+
+class CollisionIndex:
+    """Pieces in a grid of their world bounds; a collision query costs O(neighbours)."""
+
+    def __init__(self) -> None:
+        self._grid = BoxGrid()
+        self._items: dict[int, tuple[str, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, piece: int, stem: str, pose: np.ndarray) -> None:
+        """Index a piece (its id must not be present)."""
+        self._items[piece] = (stem, pose)
+        self._grid.add(piece, *self._aabb(stem, pose))
+
+    def _aabb(self, stem: str, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """World bounds, reused between the collision query and the insertion of the same piece."""
+        last = self.__dict__.get("_last_box")
+        if last is not None and last[0] == stem and last[1] is pose:
+            return last[2]
+        box = world_aabb(stem, pose)
+        self._last_box = (stem, pose, box)
+        return box
+
+    def remove(self, piece: int) -> None:
+        """Drop a piece from the index."""
+        del self._items[piece]
+        self._grid.remove(piece)
+
+    def colliding(self, stem: str, pose: np.ndarray) -> list[int]:
+        """Indexed pieces that a piece of ``stem`` at ``pose`` would collide with (sorted ids)."""
+        near = self._grid.query(*self._aabb(stem, pose))
+        if not near:
+            return []
+        others = [self._items[p] for p in near]
+        verdicts = pair_verdicts(
+            [stem] * len(near),
+            np.repeat(pose[None], len(near), axis=0),
+            [o[0] for o in others],
+            np.array([o[1] for o in others]),
+        )
+        return [p for p, hit in zip(near, verdicts, strict=True) if hit]
+
+
+def all_collisions(pieces: dict[int, tuple[str, np.ndarray]]) -> list[tuple[int, int]]:
+    """Every colliding pair among ``pieces`` ({id: (stem, pose)}), from scratch: a sort-and-sweep broad phase over
+    world bounds in numpy, then the (memoised) narrow phase on overlapping pairs. Sorted (a < b) pairs."""
+    ids = sorted(pieces)
+    if len(ids) < 2:
+        return []
+    stems = [pieces[i][0] for i in ids]
+    poses = np.array([pieces[i][1] for i in ids], dtype=np.float64)
+    corners = np.array([local_bounds(s) for s in stems])  # (n, 8, 4)
+    world = np.einsum("nkj,nij->nki", corners, poses)[:, :, :3]
+    lo, hi = world.min(axis=1), world.max(axis=1)
+    order = np.argsort(lo[:, 0], kind="stable")
+    lo_s, hi_s = lo[order], hi[order]
+    ends = np.searchsorted(lo_s[:, 0], hi_s[:, 0], side="left")
+    counts = np.maximum(ends - np.arange(len(ids)) - 1, 0)
+    first = np.repeat(np.arange(len(ids)), counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    second = first + 1 + offsets
+    overlap = np.all(lo_s[first] < hi_s[second], axis=1) & np.all(lo_s[second] < hi_s[first], axis=1)
+    a, b = order[first[overlap]], order[second[overlap]]
+    verdicts = pair_verdicts([stems[i] for i in a], poses[a], [stems[i] for i in b], poses[b])
+    pairs = {tuple(sorted((ids[i], ids[j]))) for i, j, hit in zip(a.tolist(), b.tolist(), verdicts, strict=True) if hit}
+    return sorted(pairs)

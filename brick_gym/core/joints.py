@@ -1,0 +1,360 @@
+"""Finding joints: connector arrays per part, a point grid for incremental lookups, vectorised pairing.
+
+The rules are BrickNet's (see ``connectors``); this module only makes them fast. Stud, hinge, ball and
+free fixed pairs are decided in numpy; axle pairs and oriented fixed pairs (rare) go through the scalar rule.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from functools import cache
+from typing import NamedTuple
+
+import numpy as np
+
+from brick_gym.core import connectors as cx
+from brick_gym.core.catalog import Part
+from brick_gym.core.collision import BoxGrid
+
+NONE, STUD, HINGE, BALL, FIXED, FIXED_ORIENTED, AXLE = range(7)
+_FAMILY_NAMES = {STUD: "stud", HINGE: "hinge", BALL: "ball", FIXED: "fixed", FIXED_ORIENTED: "fixed", AXLE: "axle"}
+GRID_CELL = 24.0
+_CORNER_BITS = np.array(list(itertools.product((False, True), repeat=3)))
+"""The 8 corners of a reach box; with cells wider than twice the reach a box spans at most 2 cells per axis."""
+REACH = cx.POSITION_TOLERANCE
+
+_types: dict[tuple[str, str, str | None], int] = {}
+_type_list: list = []
+
+
+def _type_code(conn) -> int:
+    key = (conn.kind, conn.subtype, conn.polarity)
+    code = _types.get(key)
+    if code is None:
+        code = _types[key] = len(_type_list)
+        _type_list.append(conn)
+    return code
+
+
+@cache
+def _family(code_a: int, code_b: int) -> int:
+    a, b = _type_list[code_a], _type_list[code_b]
+    if not cx.mates(a, b):
+        return NONE
+    if a.family == "fixed":
+        return FIXED_ORIENTED if a.subtype in cx.FIXED_ORIENTED else FIXED
+    return {"stud": STUD, "hinge": HINGE, "ball": BALL, "axle": AXLE}[a.family]
+
+
+_matrix: np.ndarray = np.zeros((0, 0), dtype=np.int8)
+
+
+def family_matrix(codes_a: np.ndarray, codes_b: np.ndarray) -> np.ndarray:
+    """Family code of each pair (NONE when the two types cannot mate), from a table over the registered types."""
+    global _matrix
+    n = len(_type_list)
+    if _matrix.shape[0] != n:
+        _matrix = np.array([[_family(i, j) for j in range(n)] for i in range(n)], dtype=np.int8).reshape(n, n)
+    return _matrix[codes_a, codes_b].astype(int)
+
+
+@dataclass(frozen=True, eq=False)
+class PartArrays:
+    """A part's connectors as arrays: type codes, local positions and axes, lengths, exclusivity."""
+
+    codes: np.ndarray
+    positions: np.ndarray
+    axes: np.ndarray
+    lengths: np.ndarray
+    axle: np.ndarray
+
+
+@cache
+def part_arrays(part: Part) -> PartArrays:
+    """Connector arrays of a part (cached per part)."""
+    conns = part.connectors
+    frames = part.frames
+    return PartArrays(
+        codes=np.array([_type_code(c) for c in conns], dtype=int),
+        positions=frames[:, :3, 3].copy() if len(conns) else np.zeros((0, 3)),
+        axes=-frames[:, :3, 1].copy() if len(conns) else np.zeros((0, 3)),
+        lengths=np.array([c.length for c in conns], dtype=float),
+        axle=np.array([c.family == "axle" for c in conns], dtype=bool),
+    )
+
+
+def world_points(part: Part, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """World positions and unit axes of a part's connectors at ``pose``."""
+    arr = part_arrays(part)
+    r = pose[:3, :3]
+    return arr.positions @ r.T + pose[:3, 3], arr.axes @ r.T
+
+
+def pair_residuals(fam: np.ndarray, pa: np.ndarray, ua: np.ndarray, pb: np.ndarray, ub: np.ndarray) -> np.ndarray:
+    """Residual of each candidate pair for the vectorised families; NaN where there is no joint.
+
+    AXLE and FIXED_ORIENTED pairs come back NaN too: callers decide those with ``connectors.joint_residual``.
+    """
+    dist = np.linalg.norm(pb - pa, axis=1)
+    dot = np.einsum("ij,ij->i", ua, ub)
+    ang = np.arccos(np.clip(np.abs(dot), -1.0, 1.0))
+    out = np.full(len(fam), np.nan)
+    near = dist <= cx.POSITION_TOLERANCE
+    stud = near & (fam == STUD) & (dot >= cx.AXIS_COS)
+    hinge = near & (fam == HINGE) & (np.abs(dot) >= cx.AXIS_COS)
+    loose = near & ((fam == BALL) | (fam == FIXED))
+    out[stud | hinge] = np.maximum(dist, ang)[stud | hinge]
+    out[loose] = dist[loose]
+    return out
+
+
+def family_name(code: int) -> str:
+    """``stud``, ``hinge``, ``ball``, ``fixed`` or ``axle``."""
+    return _FAMILY_NAMES[code]
+
+
+@dataclass(frozen=True, eq=False)
+class Pairs:
+    """Candidate connector pairs as arrays: keys of both ends, world positions, axes and type codes."""
+
+    a: list[tuple[int, int]]
+    b: list[tuple[int, int]]
+    pa: np.ndarray
+    ua: np.ndarray
+    ca: np.ndarray
+    pb: np.ndarray
+    ub: np.ndarray
+    cb: np.ndarray
+
+
+def _rows(piece: int, arr: PartArrays, points: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    """(n, 9) rows of (piece, connector, x, y, z, ax, ay, az, type code)."""
+    n = len(arr.codes)
+    rows = np.empty((n, 9))
+    rows[:, 0] = piece
+    rows[:, 1] = np.arange(n)
+    rows[:, 2:5] = points
+    rows[:, 5:8] = axes
+    rows[:, 8] = arr.codes
+    return rows
+
+
+_EMPTY = Pairs(
+    [], [], np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int)
+)
+
+
+def _concat(parts: list[Pairs]) -> Pairs:
+    parts = [p for p in parts if p.a]
+    if not parts:
+        return _EMPTY
+    if len(parts) == 1:
+        return parts[0]
+    return Pairs(
+        [k for p in parts for k in p.a],
+        [k for p in parts for k in p.b],
+        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("pa", "ua", "ca", "pb", "ub", "cb")),
+    )
+
+
+class ConnectorGrid:
+    """World connector rows of placed pieces in one table, found through a point grid (cell 24 LDU) and, for
+    axle-family connectors, a grid of their segment boxes. Buckets hold row numbers, so a lookup gathers the
+    candidate rows with one numpy index."""
+
+    def __init__(self) -> None:
+        self._table = np.zeros((256, 9))
+        self._size = 0
+        self._free: list[int] = []
+        self._slots: dict[int, list[int]] = {}
+        self._cells: dict[tuple[int, int, int], list[int]] = {}
+        self._axles = BoxGrid(GRID_CELL)
+
+    def _allocate(self, n: int) -> list[int]:
+        take = [self._free.pop() for _ in range(min(n, len(self._free)))]
+        extra = n - len(take)
+        if self._size + extra > len(self._table):
+            grown = np.zeros((max(2 * len(self._table), self._size + extra), 9))
+            grown[: self._size] = self._table[: self._size]
+            self._table = grown
+        take.extend(range(self._size, self._size + extra))
+        self._size += extra
+        return take
+
+    def add(self, piece: int, part: Part, points: np.ndarray, axes: np.ndarray) -> None:
+        """Index every connector of a piece."""
+        arr = part_arrays(part)
+        slots = self._allocate(len(points))
+        self._slots[piece] = slots
+        if not slots:
+            return
+        self._table[slots] = self._rows_of(piece, arr, points, axes)
+        cells = np.floor(points / GRID_CELL).astype(np.int64).tolist()
+        for i, (slot, cell) in enumerate(zip(slots, cells, strict=True)):
+            if arr.axle[i]:
+                self._axles.add(slot, *axle_box(points[i], axes[i], arr.lengths[i]))
+            else:
+                self._cells.setdefault(tuple(cell), []).append(slot)
+
+    def remove(self, piece: int, part: Part, points: np.ndarray) -> None:
+        """Drop every connector of a piece."""
+        arr = part_arrays(part)
+        slots = self._slots.pop(piece)
+        cells = np.floor(points / GRID_CELL).astype(np.int64).tolist()
+        for i, (slot, cell) in enumerate(zip(slots, cells, strict=True)):
+            if arr.axle[i]:
+                self._axles.remove(slot)
+            else:
+                key = tuple(cell)
+                bucket = self._cells[key]
+                bucket.remove(slot)
+                if not bucket:
+                    del self._cells[key]
+        self._free.extend(slots)
+
+    def _rows_of(self, piece: int, arr: PartArrays, points: np.ndarray, axes: np.ndarray) -> np.ndarray:
+        """Rows of a piece, reused between the joint search and the insertion of the same piece."""
+        last = self.__dict__.get("_last_rows")
+        if last is not None and last[0] == piece and last[1] is points:
+            return last[2]
+        rows = _rows(piece, arr, points, axes)
+        self._last_rows = (piece, points, rows)
+        return rows
+
+    def candidates(self, piece: int, part: Part, points: np.ndarray, axes: np.ndarray) -> Pairs:
+        """Pairs of this piece's connectors with indexed connectors within reach."""
+        arr = part_arrays(part)
+        if not len(points):
+            return _EMPTY
+        rows = self._rows_of(piece, arr, points, axes)
+        plain = ~arr.axle
+        out = []
+        if plain.any():
+            pts = points[plain]
+            lo = np.floor((pts - REACH) / GRID_CELL).astype(np.int64)
+            hi = np.floor((pts + REACH) / GRID_CELL).astype(np.int64)
+            corners = np.where(_CORNER_BITS[:, None, :], hi[None], lo[None]).reshape(-1, 3)
+            get = self._cells.get
+            hits = [s for c in set(map(tuple, corners.tolist())) for s in get(c, ())]
+            if hits:
+                out.append(_close_pairs(rows[plain], self._table[hits]))
+        for i in np.flatnonzero(arr.axle).tolist():
+            hits = self._axles.query(*axle_box(points[i], axes[i], arr.lengths[i]))
+            if hits:
+                out.append(_all_pairs(rows[i : i + 1], self._table[hits]))
+        return _concat(out)
+
+
+def _close_pairs(mine: np.ndarray, theirs: np.ndarray) -> Pairs:
+    """Pairs of rows within reach of each other."""
+    d = mine[:, None, 2:5] - theirs[None, :, 2:5]
+    ii, jj = np.nonzero(np.einsum("ijk,ijk->ij", d, d) <= REACH * REACH + 1e-9)
+    return _make_pairs(mine[ii], theirs[jj]) if len(ii) else _EMPTY
+
+
+def _all_pairs(mine: np.ndarray, theirs: np.ndarray) -> Pairs:
+    """Every row of ``mine`` with every row of ``theirs``."""
+    ii, jj = np.divmod(np.arange(len(mine) * len(theirs)), len(theirs))
+    return _make_pairs(mine[ii], theirs[jj])
+
+
+def _make_pairs(a: np.ndarray, b: np.ndarray) -> Pairs:
+    ka = a[:, :2].astype(np.int64).tolist()
+    kb = b[:, :2].astype(np.int64).tolist()
+    return Pairs(
+        [(p, i) for p, i in ka],
+        [(p, i) for p, i in kb],
+        a[:, 2:5],
+        a[:, 5:8],
+        a[:, 8].astype(np.int64),
+        b[:, 2:5],
+        b[:, 5:8],
+        b[:, 8].astype(np.int64),
+    )
+
+
+def axle_box(point: np.ndarray, axis: np.ndarray, length: float) -> tuple[np.ndarray, np.ndarray]:
+    """Box around an axle-family connector's segment, padded by half the pairing reach."""
+    half = max(length, cx.AXLE_DEFAULT_LENGTH) * np.abs(axis)
+    pad = REACH / 2 + 1e-6
+    return point - half - pad, point + half + pad
+
+
+class Candidate(NamedTuple):
+    """A possible joint: residual first so that sorting prefers the best fits."""
+
+    residual: float
+    a: tuple[int, int]
+    b: tuple[int, int]
+    family: int
+
+
+def score_candidates(pieces: dict, pairs: Pairs) -> list[Candidate]:
+    """The candidate pairs that form joints, with their residuals (pieces: {id: Piece} for the scalar rules)."""
+    if not pairs.a:
+        return []
+    fam = family_matrix(pairs.ca, pairs.cb)
+    res = pair_residuals(fam, pairs.pa, pairs.ua, pairs.pb, pairs.ub)
+    out = []
+    for k in np.flatnonzero(fam != NONE).tolist():
+        r = float(res[k])
+        (p, i), (q, j) = pairs.a[k], pairs.b[k]
+        if p == q:
+            continue
+        if fam[k] in (AXLE, FIXED_ORIENTED):
+            x, y = pieces[p], pieces[q]
+            scalar = cx.joint_residual(x.part.connectors[i], x.world_frames[i], y.part.connectors[j], y.world_frames[j])
+            r = math.nan if scalar is None else scalar
+        if not math.isnan(r):
+            a, b = pairs.a[k], pairs.b[k]
+            out.append(Candidate(r, a, b, int(fam[k])) if a <= b else Candidate(r, b, a, int(fam[k])))
+    return out
+
+
+def select(candidates: list[Candidate], taken: set[tuple[int, int]]) -> list[Candidate]:
+    """Greedy by residual: an exclusive connector (not axle family) keeps only its best partner.
+
+    ``taken`` holds exclusive connectors already joined elsewhere; it is updated in place.
+    """
+    chosen = []
+    for c in sorted(set(candidates)):
+        if c.family != AXLE:
+            if c.a in taken or c.b in taken:
+                continue
+            taken.add(c.a)
+            taken.add(c.b)
+        chosen.append(c)
+    return chosen
+
+
+def scratch_candidates(pieces: dict) -> list[Candidate]:
+    """Every joint candidate among ``pieces`` computed without any incremental index (KD-tree + box grid)."""
+    from scipy.spatial import cKDTree
+
+    blocks, is_axle = [], []
+    for pid in sorted(pieces):
+        x = pieces[pid]
+        arr = part_arrays(x.part)
+        blocks.append(_rows(pid, arr, x.points, x.axes))
+        is_axle.append(arr.axle)
+    table = np.concatenate(blocks) if blocks else np.zeros((0, 9))
+    axle = np.concatenate(is_axle) if is_axle else np.zeros(0, bool)
+    plain = table[~axle]
+    found = []
+    if len(plain):
+        uv = cKDTree(plain[:, 2:5]).query_pairs(REACH + 1e-9, output_type="ndarray")
+        uv = uv[plain[uv[:, 0], 0] != plain[uv[:, 1], 0]]
+        found += score_candidates(pieces, _make_pairs(plain[uv[:, 0]], plain[uv[:, 1]]))
+    axles = table[axle]
+    lengths = [float(part_arrays(pieces[int(r[0])].part).lengths[int(r[1])]) for r in axles]
+    grid = BoxGrid(GRID_CELL)
+    boxes = [axle_box(r[2:5], r[5:8], length) for r, length in zip(axles, lengths, strict=True)]
+    for k, box in enumerate(boxes):
+        grid.add(k, *box)
+    for k, box in enumerate(boxes):
+        hits = [h for h in grid.query(*box) if h > k and axles[h, 0] != axles[k, 0]]
+        if hits:
+            found += score_candidates(pieces, _all_pairs(axles[k : k + 1], axles[hits]))
+    return found

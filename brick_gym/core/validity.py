@@ -1,0 +1,244 @@
+"""The full BrickBench validity check of an assembly, computed from scratch, as a :class:`Report`.
+
+Checks, in BrickBench's terms: the setting's part rule, inventory per (part, colour), exact joins, collisions
+(more than 1 LDU of overlap) and stability (each connected component one rigid body under gravity). Nothing
+here reads the assembly's incremental caches: that is what lets tests compare the two.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from brick_gym.core import joints as jx
+from brick_gym.core.assembly import Assembly, Joint, Piece, colour_name
+from brick_gym.core.collision import all_collisions
+
+ISSUE_KINDS = ("collision", "unstable", "stock", "part_limit", "join", "unknown_part", "parse")
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One reason an assembly is not valid, naming the pieces involved."""
+
+    kind: str
+    pieces: tuple[int, ...]
+    message: str
+
+    def to_json(self) -> dict:
+        """``{"kind", "pieces", "message"}``."""
+        return {"kind": self.kind, "pieces": list(self.pieces), "message": self.message}
+
+
+@dataclass(frozen=True)
+class Report:
+    """The verdict: valid or not, with every issue, component counts and how long each check took."""
+
+    valid: bool
+    setting: str
+    pieces: int
+    components: int
+    issues: tuple[Issue, ...]
+    joints: int = 0
+    max_displacement: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        """The JSON form ``brick-gym check --json`` prints."""
+        return {
+            "valid": self.valid,
+            "setting": self.setting,
+            "pieces": self.pieces,
+            "components": self.components,
+            "joints": self.joints,
+            "max_displacement_ldu": round(self.max_displacement, 6),
+            "issues": [i.to_json() for i in self.issues],
+            "timings_s": {k: round(v, 6) for k, v in self.timings.items()},
+        }
+
+    def summary(self) -> str:
+        """A few human lines: verdict, counts, then each issue."""
+        head = "VALID" if self.valid else "INVALID"
+        lines = [f"{head} ({self.setting}): {self.pieces} pieces, {self.joints} joints, {self.components} component(s)"]
+        lines += [f"  [{i.kind}] {i.message}" for i in self.issues]
+        return "\n".join(lines)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector during a burst of short-lived, cycle-free allocations (tens of thousands
+    of joint tuples): otherwise it runs dozens of times and scans every live object each time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
+    """Every joint among ``pieces`` by BrickNet's pairing rules; exclusive connectors keep their best partner."""
+    with _collector_paused():
+        return _joints_from_scratch(pieces)
+
+
+def _joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
+    chosen = jx.select(jx.scratch_candidates(pieces), set())
+    joints = [Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in chosen]
+    return sorted(joints, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
+
+
+def components_of(piece_ids: list[int], joints: list[Joint]) -> list[list[int]]:
+    """Connected components (sorted ids), largest first, ties by first id."""
+    parent = {p: p for p in piece_ids}
+
+    def root(p: int) -> int:
+        while parent[p] != p:
+            parent[p] = parent[parent[p]]
+            p = parent[p]
+        return p
+
+    for j in joints:
+        ra, rb = root(j.a), root(j.b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = {}
+    for p in sorted(piece_ids):
+        groups.setdefault(root(p), []).append(p)
+    return sorted(groups.values(), key=lambda c: (-len(c), c[0]))
+
+
+def check(assembly: Assembly, *, stability: bool = True) -> Report:
+    """The full BrickBench check of ``assembly``; ``stability=False`` skips the physics (reported as skipped)."""
+    timings: dict[str, float] = {}
+    issues: list[Issue] = []
+    pieces = assembly.pieces
+    rules = assembly.rules
+    setting = rules.setting
+
+    t = time.perf_counter()
+    n = len(pieces)
+    if n < setting.min_parts or (setting.max_parts is not None and n > setting.max_parts):
+        hi = "no upper limit" if setting.max_parts is None else f"at most {setting.max_parts}"
+        issues.append(
+            Issue(
+                "part_limit",
+                (),
+                f"{n} parts, but the {setting.name} setting needs at least {setting.min_parts} and {hi}",
+            )
+        )
+    if rules.inventory is not None:
+        issues += _stock_issues(assembly)
+    timings["rules"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    joints = joints_from_scratch(pieces)
+    for j in joints:
+        if not j.exact:
+            a, b = pieces[j.a], pieces[j.b]
+            issues.append(
+                Issue(
+                    "join",
+                    (j.a, j.b),
+                    f"inexact {j.family} joint between {a.ref(j.a_conn)} of {a.describe()} and {b.ref(j.b_conn)} "
+                    f"of {b.describe()}: off by {j.residual:.3g} (LDU or rad); place parts by connectors",
+                )
+            )
+    timings["joints"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    for a, b in all_collisions({p.id: (p.part.stem, p.pose) for p in pieces.values()}):
+        issues.append(
+            Issue(
+                "collision",
+                (a, b),
+                f"{pieces[a].describe()} and {pieces[b].describe()} overlap by more than 1 LDU",
+            )
+        )
+    timings["collisions"] = time.perf_counter() - t
+
+    comps = components_of(list(pieces), joints)
+    max_disp = 0.0
+    if stability and pieces:
+        from brick_gym.core.stability import drop_test
+
+        t = time.perf_counter()
+        result = drop_test([[(p, pieces[p].part.stem, pieces[p].pose) for p in comp] for comp in comps])
+        for verdict in result.components:
+            max_disp = max(max_disp, verdict.max_displacement)
+            if not verdict.stable:
+                ids = tuple(verdict.pieces)
+                shown = ", ".join(pieces[p].describe() for p in ids[:5]) + (" ..." if len(ids) > 5 else "")
+                issues.append(
+                    Issue(
+                        "unstable",
+                        ids,
+                        f"component of {len(ids)} piece(s) [{shown}] moves {verdict.max_displacement:.1f} LDU "
+                        f"under gravity (limit 3 LDU): unsupported, tipping or falling",
+                    )
+                )
+        timings["stability"] = time.perf_counter() - t
+    return Report(
+        valid=not issues,
+        setting=setting.name,
+        pieces=n,
+        components=len(comps),
+        issues=tuple(issues),
+        joints=len(joints),
+        max_displacement=max_disp,
+        timings=timings,
+    )
+
+
+def _stock_issues(assembly: Assembly) -> list[Issue]:
+    inv = assembly.rules.inventory
+    assert inv is not None
+    used: Counter[tuple[str, int]] = Counter((p.part.stem, p.colour) for p in assembly.pieces.values())
+    issues = []
+    for (stem, code), count in sorted(used.items()):
+        cap = inv.limit(stem, code)
+        if cap is not None and count > cap:
+            ids = tuple(sorted(p.id for p in assembly.pieces.values() if (p.part.stem, p.colour) == (stem, code)))
+            name = assembly.pieces[ids[0]].part.name
+            what = "is not in the inventory" if not inv.allows(stem, code) else f"has only {cap}"
+            issues.append(
+                Issue(
+                    "stock",
+                    ids,
+                    f"{count} x {stem} ('{name}') in {colour_name(code)} used, but the inventory {what}",
+                )
+            )
+    return issues
+
+
+def consistency_errors(assembly: Assembly) -> list[str]:
+    """Where the incremental state disagrees with a from-scratch recomputation (empty when consistent)."""
+    errors = []
+    scratch = joints_from_scratch(assembly.pieces)
+    key = [(j.a, j.a_conn, j.b, j.b_conn) for j in scratch]
+    mine = [(j.a, j.a_conn, j.b, j.b_conn) for j in assembly.joints]
+    if key != mine:
+        errors.append(
+            f"joints differ: incremental-only {sorted(set(mine) - set(key))}, "
+            f"scratch-only {sorted(set(key) - set(mine))}"
+        )
+    if components_of(list(assembly.pieces), scratch) != assembly.components:
+        errors.append("components differ")
+    usage = Counter((p.part.stem, p.colour) for p in assembly.pieces.values())
+    if usage != assembly.usage:
+        errors.append(f"usage differs: {usage} vs {assembly.usage}")
+    if assembly.strict:
+        hits = all_collisions({p.id: (p.part.stem, p.pose) for p in assembly.pieces.values()})
+        if hits:
+            errors.append(f"strict assembly holds colliding pairs {hits}")
+    for p in assembly.pieces.values():
+        if not np.all(np.isfinite(p.pose)):
+            errors.append(f"piece {p.id} has a non-finite pose")
+    return errors

@@ -1,0 +1,245 @@
+"""BrickBench's stability verdict (brick_gym.core.stability): real parts, real connector positions, real physics."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import bricknet
+import numpy as np
+import pybullet as p
+import pytest
+
+from brick_gym.core.meshes import part_mesh
+from brick_gym.core.stability import (
+    COLLIDER_SHRINK_LDU,
+    LDRAW_TO_BULLET,
+    ComponentVerdict,
+    StabilityReport,
+    _part_body,
+    bullet_to_ldraw,
+    drop_test,
+    ldraw_to_bullet,
+)
+
+BRICK_2X4, BRICK_2X2, BRICK_1X1, PLATE_2X8 = "3001", "3003", "3005", "3034"
+
+
+def frame(stem: str, kind: str, xyz: tuple[float, float, float]) -> np.ndarray:
+    """BrickNet's connector frame of ``kind`` at ``xyz`` in the part frame."""
+    catalog = bricknet.load_catalog()
+    for f in bricknet.load_connectors()[catalog.stem_to_id[stem]][(kind, None)]:
+        if np.allclose(np.asarray(f)[:3, 3], xyz):
+            return np.asarray(f, dtype=np.float64)
+    raise KeyError((stem, kind, xyz))
+
+
+def on(base: np.ndarray, base_stem: str, stud: tuple, top_stem: str, hole: tuple) -> np.ndarray:
+    """Pose of ``top_stem`` with its ``hole`` pressed onto ``stud`` of the part at ``base``."""
+    return base @ frame(base_stem, "stud", stud) @ np.linalg.inv(frame(top_stem, "hole", hole))
+
+
+def at(x: float = 0.0, y: float = 0.0, z: float = 0.0) -> np.ndarray:
+    pose = np.eye(4)
+    pose[:3, 3] = (x, y, z)
+    return pose
+
+
+def plate_on_2x2(hole_x: float) -> list[list[tuple[int, str, np.ndarray]]]:
+    """A 2×2 brick on the ground; a 2×8 plate with its hole at ``hole_x`` on the brick's (-10, -10) stud."""
+    plate = on(at(), BRICK_2X2, (-10, 0, -10), PLATE_2X8, (hole_x, 8, -10))
+    return [[(0, BRICK_2X2, at()), (1, PLATE_2X8, plate)]]
+
+
+def counterweight(hole_x: float) -> list[list[tuple[int, str, np.ndarray]]]:
+    """:func:`plate_on_2x2` plus three 1×1 bricks stacked on the plate's stud at (70, 0, -10)."""
+    (parts,) = plate_on_2x2(hole_x)
+    pose, stem, stud = parts[1][2], PLATE_2X8, (70, 0, -10)
+    for k in range(3):
+        pose = on(pose, stem, stud, BRICK_1X1, (0, 24, 0))
+        stem, stud = BRICK_1X1, (0, 0, 0)
+        parts.append((2 + k, BRICK_1X1, pose))
+    return [parts]
+
+
+def tower(n: int, stem: str = BRICK_2X4) -> list[np.ndarray]:
+    poses = [at()]
+    stud = (-30, 0, -10) if stem == BRICK_2X4 else (0, 0, 0)
+    for _ in range(n - 1):
+        poses.append(on(poses[-1], stem, stud, stem, (stud[0], 24, stud[2])))
+    return poses
+
+
+def tall_l() -> list[list[tuple[int, str, np.ndarray]]]:
+    """Eight 1×1 bricks stacked, a 2×8 plate on top held by its end hole: 140 LDU of arm on a 20 LDU foot."""
+    column = tower(8, BRICK_1X1)
+    arm = on(column[-1], BRICK_1X1, (0, 0, 0), PLATE_2X8, (-70, 8, -10))
+    return [[(i, BRICK_1X1, pose) for i, pose in enumerate(column)] + [(8, PLATE_2X8, arm)]]
+
+
+CASES = {
+    "single": [[(0, BRICK_2X4, at())]],
+    "cantilever": plate_on_2x2(-70),
+    "balanced": plate_on_2x2(-10),
+    "floating": [[(0, BRICK_2X4, at())], [(1, BRICK_1X1, at(0, -24 - 50, 0))]],
+    "resting": [[(0, BRICK_2X4, at())], [(1, BRICK_2X4, at(0, -24, 0))]],
+    "tower10": [[(i, BRICK_2X4, pose) for i, pose in enumerate(tower(10))]],
+    "tall_l": tall_l(),
+    "loose_stack": [[(i, BRICK_2X4, pose)] for i, pose in enumerate(tower(6))],
+    "counterweight_tips": counterweight(50),
+    "counterweight_holds": counterweight(10),
+}
+
+
+def test_connector_positions_match_the_fixtures() -> None:
+    catalog = bricknet.load_catalog()
+    table = bricknet.load_connectors()[catalog.stem_to_id[BRICK_2X4]]
+    studs = {tuple(np.asarray(f)[:3, 3].round(6)) for f in table[("stud", None)]}
+    holes = {tuple(np.asarray(f)[:3, 3].round(6)) for f in table[("hole", None)]}
+    assert studs == {(x, 0.0, z) for x in (-30.0, -10.0, 10.0, 30.0) for z in (-10.0, 10.0)}
+    assert holes == {(x, 24.0, z) for x, _, z in studs}
+    assert np.allclose(on(at(), BRICK_2X4, (-30, 0, -10), BRICK_2X4, (-30, 24, -10)), at(0, -24, 0))
+
+
+def test_pose_conversion_is_a_proper_rotation_and_round_trips() -> None:
+    assert np.allclose(LDRAW_TO_BULLET @ LDRAW_TO_BULLET.T, np.eye(3))
+    assert np.isclose(np.linalg.det(LDRAW_TO_BULLET), 1.0)
+    assert np.allclose(LDRAW_TO_BULLET @ (0, -1, 0), (0, 0, 1))  # LDraw up is PyBullet up
+    rng = np.random.default_rng(0)
+    poses = np.tile(np.eye(4), (20, 1, 1))
+    poses[:, :3, :3] = np.linalg.qr(rng.normal(size=(20, 3, 3)))[0]
+    poses[:, :3, 3] = rng.normal(scale=100, size=(20, 3))
+    assert np.allclose(bullet_to_ldraw(ldraw_to_bullet(poses)), poses)
+    assert np.allclose(ldraw_to_bullet(bullet_to_ldraw(poses)), poses)
+    assert np.allclose(ldraw_to_bullet(at(0, -24, 0))[:3, 3], (0, 0, 24))  # 24 LDU up in LDraw is +24 z
+
+
+def test_part_mass_properties_follow_the_mesh() -> None:
+    mesh, body = part_mesh(BRICK_2X4), _part_body(BRICK_2X4)
+    assert body.volume == pytest.approx(abs(mesh.signed_volume), rel=1e-9)
+    assert np.allclose(body.first / body.volume, mesh.centroid)
+    central = body.second - np.outer(body.first, body.first) / body.volume
+    assert np.linalg.eigvalsh(central).min() > 0
+    # Protruding studs are left out of the collider: its top is the brick's top face, not the stud tops; and it
+    # sits COLLIDER_SHRINK_LDU inside the true 80 × 24 × 40 box (the shipped mesh sits 0.25 inside).
+    assert body.points[:, 1].min() == pytest.approx(-3.75, abs=0.01)
+    lo, hi = body.collider.min(axis=0), body.collider.max(axis=0)
+    assert np.allclose(lo, (-40 + COLLIDER_SHRINK_LDU, COLLIDER_SHRINK_LDU, -20 + COLLIDER_SHRINK_LDU), atol=0.01)
+    assert np.allclose(hi, (40 - COLLIDER_SHRINK_LDU, 24 - COLLIDER_SHRINK_LDU, 20 - COLLIDER_SHRINK_LDU), atol=0.01)
+
+
+def test_empty_assembly_is_stable() -> None:
+    report = drop_test([])
+    assert report.stable and report.components == () and report.unstable_pieces == ()
+
+
+def test_a_component_needs_parts() -> None:
+    with pytest.raises(ValueError):
+        drop_test([[]])
+
+
+def test_single_brick_on_the_ground_is_stable() -> None:
+    report = drop_test(CASES["single"])
+    assert isinstance(report, StabilityReport)
+    assert report.stable
+    (verdict,) = report.components
+    assert isinstance(verdict, ComponentVerdict)
+    assert verdict.pieces == (0,) and verdict.max_displacement < 0.1
+    assert 0 < report.seconds_simulated <= 2.0 and report.wall_time_s > 0
+
+
+def test_plate_cantilevered_six_studs_tips_over() -> None:
+    report = drop_test(CASES["cantilever"])
+    assert not report.stable
+    assert report.unstable_pieces == (0, 1)
+    assert report.components[0].max_displacement > 3.0
+
+
+def test_plate_held_at_its_centre_is_stable() -> None:
+    report = drop_test(CASES["balanced"])
+    assert report.stable and report.components[0].max_displacement < 0.5
+
+
+@pytest.mark.parametrize(("hole_x", "stable"), [(50, False), (10, True)])
+def test_tipping_follows_the_volume_weighted_centre_of_mass(hole_x: float, stable: bool) -> None:
+    # Plate 60 LDU left with three 1×1 bricks 10 right: by volume the centre is at x ≈ -27, past the foot's
+    # edge at -20 (tips); counting parts equally it would be at -6 (stays). Plate 20 left, bricks 50 right:
+    # x ≈ +3 by volume (stays), +26 counting parts (would tip).
+    assert drop_test(counterweight(hole_x)).stable is stable
+
+
+def test_unconnected_brick_above_a_base_falls_and_the_base_stays() -> None:
+    report = drop_test(CASES["floating"])
+    base, floating = report.components
+    assert base.pieces == (0,) and base.stable
+    assert floating.pieces == (1,) and not floating.stable
+    assert report.unstable_pieces == (1,) and not report.stable
+
+
+def test_unconnected_brick_resting_on_another_is_stable() -> None:
+    report = drop_test(CASES["resting"])
+    assert report.stable, report
+    assert max(c.max_displacement for c in report.components) < 1.0
+
+
+def test_six_unconnected_bricks_stacked_stud_on_hole_stay() -> None:
+    # Six components, each resting on the one below: gaps between colliders must not add up to a fall.
+    report = drop_test(CASES["loose_stack"])
+    assert report.stable and len(report.components) == 6
+
+
+def test_tower_of_ten_bricks_is_stable() -> None:
+    report = drop_test(CASES["tower10"])
+    assert report.stable and report.components[0].pieces == tuple(range(10))
+
+
+def test_tall_thin_l_falls_over() -> None:
+    assert not drop_test(CASES["tall_l"]).stable
+
+
+def test_ground_follows_the_lowest_point_and_rotation_about_up_does_not_matter() -> None:
+    quarter = np.eye(4)
+    quarter[:3, :3] = [[0, 0, 1], [0, 1, 0], [-1, 0, 0]]  # 90° about LDraw's vertical axis
+    moved = at(137, -500, -61) @ quarter
+    for name in ("single", "cantilever", "balanced"):
+        shifted = [[(i, stem, moved @ pose) for i, stem, pose in c] for c in CASES[name]]
+        assert drop_test(shifted).stable is drop_test(CASES[name]).stable
+
+
+def test_threshold_is_honoured() -> None:
+    report = drop_test(CASES["floating"], threshold_ldu=1000.0)
+    assert report.stable  # it falls ~50 LDU onto the base, far below 1000
+
+
+def test_same_input_gives_exactly_the_same_displacement() -> None:
+    first = drop_test(CASES["cantilever"])
+    second = drop_test(CASES["cantilever"])
+    assert [c.max_displacement for c in first.components] == [c.max_displacement for c in second.components]
+
+
+def test_private_clients_interleaved_and_threaded_agree() -> None:
+    names = ["resting", "cantilever", "floating", "balanced"]
+    expected = {n: [c.max_displacement for c in drop_test(CASES[n]).components] for n in names}
+    # Another client of this process is left alone.
+    mine = p.connect(p.DIRECT)
+    try:
+        box = p.createCollisionShape(p.GEOM_BOX, halfExtents=(1, 1, 1), physicsClientId=mine)
+        p.createMultiBody(1.0, box, physicsClientId=mine)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = list(pool.map(lambda n: (n, drop_test(CASES[n])), names * 2))
+        assert p.getNumBodies(physicsClientId=mine) == 1
+    finally:
+        p.disconnect(physicsClientId=mine)
+    for name, report in runs:
+        assert [c.max_displacement for c in report.components] == expected[name]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_early_exit_changes_no_verdict(name: str) -> None:
+    full = drop_test(CASES[name], early_exit=False)
+    fast = drop_test(CASES[name])
+    assert [c.stable for c in fast.components] == [c.stable for c in full.components]
+    for a, b in zip(fast.components, full.components, strict=True):
+        assert a.max_displacement == pytest.approx(b.max_displacement, abs=1e-6)
+    assert fast.seconds_simulated <= full.seconds_simulated
+    if full.stable:
+        assert full.seconds_simulated == 2.0

@@ -1,0 +1,97 @@
+"""BrickBench-exact verdicts of the full check: stability cases, part rules, and agreement with bricknet."""
+
+from __future__ import annotations
+
+import bricknet
+import pytest
+
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.examples import random_assembly, readme_wall, running_bond_wall, translation
+from brick_gym.core.modelfile import to_ldraw
+from brick_gym.core.rules import Rules, Setting
+from brick_gym.core.validity import check, consistency_errors, joints_from_scratch
+
+
+def _plate_on_brick(hole: int) -> Assembly:
+    a = Assembly()
+    brick = a.add("3003", "red").piece
+    out = a.attach("3034", "blue", to=(brick, "stud", 0), by=("hole", hole))
+    assert out.ok, out.message
+    return a
+
+
+def test_plate_hung_by_its_end_hole_is_unstable() -> None:
+    report = check(_plate_on_brick(0))
+    assert not report.valid
+    [issue] = report.issues
+    assert issue.kind == "unstable"
+    assert set(issue.pieces) == {0, 1}
+    assert report.max_displacement > 3.0
+
+
+def test_plate_hung_by_a_central_hole_is_stable() -> None:
+    # hole 6 is at x = -10, the brick's stud 0 too: the plate sits centred on the brick
+    report = check(_plate_on_brick(6))
+    assert report.valid, report.summary()
+
+
+def test_brick_floating_in_the_air_is_unstable() -> None:
+    a = Assembly()
+    a.add("3001", "red")
+    a.add("3005", "blue", translation(0, -100, 0))
+    report = check(a)
+    assert not report.valid
+    [issue] = report.issues
+    assert issue.kind == "unstable" and issue.pieces == (1,)
+    assert "#1 3005" in issue.message
+
+
+def test_part_rules_of_each_setting() -> None:
+    wall = readme_wall()
+    assert check(wall, stability=False).valid
+    big = Assembly(Rules(Setting("set", 400, 4000)))
+    big.add("3001", "red")
+    report = check(big, stability=False)
+    assert [i.kind for i in report.issues] == ["part_limit"]
+    assert "at least 400" in report.issues[0].message
+    empty = check(Assembly(Rules.for_setting("model")), stability=False)
+    assert [i.kind for i in empty.issues] == ["part_limit"]
+
+
+def test_inexact_join_is_reported() -> None:
+    a = Assembly(strict=False)
+    a.add("3001", "red")
+    a.add("3001", "red", translation(0.5, -24, 0))  # half an LDU off the studs: BrickNet pairs them, inexactly
+    report = check(a, stability=False)
+    assert "join" in {i.kind for i in report.issues}
+
+
+def test_report_json_shape() -> None:
+    data = check(readme_wall()).to_json()
+    assert {"valid", "pieces", "components", "issues"} <= set(data)
+    assert data["valid"] is True and data["pieces"] == 11 and data["components"] == 1
+
+
+def _bricknet_pairs(text: str) -> set[tuple[int, int]]:
+    g = bricknet.parse_ldr(text)
+    return {(int(min(e["a"], e["b"])), int(max(e["a"], e["b"]))) for e in g.edges}
+
+
+@pytest.mark.parametrize("builder", [readme_wall, lambda: running_bond_wall(4, 5)])
+def test_connection_graph_agrees_with_bricknet(builder) -> None:
+    a = builder()
+    text = to_ldraw(a, mpd=False)
+    ours = {(j.a, j.b) for j in a.joints}
+    assert ours == _bricknet_pairs(text)
+    g = bricknet.parse_ldr(text)
+    assert len(g.edges) == len(a.joints)
+    assert sorted(map(sorted, g.components)) == sorted(a.components)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_scratch_joints_match_incremental_on_a_random_assembly(seed: int) -> None:
+    a = random_assembly(seed, 120)
+    assert len(a) > 25
+    assert consistency_errors(a) == []
+    assert joints_from_scratch(a.pieces) == a.joints
+    assert {(j.a, j.b) for j in a.joints} == _bricknet_pairs(to_ldraw(a, mpd=False))
