@@ -19,10 +19,24 @@ from collections.abc import Sequence
 OLD_PATHS: dict[str, tuple[str, ...]] = {
     **{
         f"brick_gym.{m}": (f"brick_gym.core.{m}",)
-        for m in (
-            "assembly bricknet_data catalog collision colours connectors examples fileio joints ldraw meshes "
-            "modelfile rules stability validity voxels"
-        ).split()
+        for m in [
+            "assembly",
+            "bricknet_data",
+            "catalog",
+            "collision",
+            "colours",
+            "connectors",
+            "examples",
+            "fileio",
+            "joints",
+            "ldraw",
+            "meshes",
+            "modelfile",
+            "rules",
+            "stability",
+            "validity",
+            "voxels",
+        ]
     },
     "brick_gym.fidelity": ("brick_gym.envs.fidelity_targets",),
     "brick_gym.speed": ("brick_gym.bench.speed",),

@@ -1,7 +1,9 @@
 """Gymnasium and PettingZoo environments; importing this package registers the ``BrickGym/...`` ids."""
 
-from brick_gym.envs.assembly_env import BrickAssemblyEnv, EnvConfig, EnvTask, make_task
-from brick_gym.envs.codecs import CandidateCodec, FactoredCodec, PaletteSlot, make_palette
+from brick_gym.envs.assembly_env import BrickAssemblyEnv, make_task
+from brick_gym.envs.codecs import CandidateCodec, Codec, FactoredCodec, View, make_codec
+from brick_gym.envs.episode import EnvConfig, EnvTask, Episode
+from brick_gym.envs.palette import PaletteSlot, make_palette
 from brick_gym.envs.registry import ENV_IDS, register_all
 
 register_all()
@@ -10,10 +12,14 @@ __all__ = [
     "ENV_IDS",
     "BrickAssemblyEnv",
     "CandidateCodec",
+    "Codec",
     "EnvConfig",
     "EnvTask",
+    "Episode",
     "FactoredCodec",
     "PaletteSlot",
+    "View",
+    "make_codec",
     "make_palette",
     "make_task",
     "register_all",

@@ -1,4 +1,4 @@
-"""Connector-indexed actions: the palette, target slots, and two encodings with masks.
+"""Connector-indexed action encodings, both behind one interface (:class:`Codec`).
 
 - :class:`FactoredCodec` — ``MultiDiscrete([P + 1, K, S, Y])``: palette slot (index P = STOP), target connector
   slot, source connector of the new part, yaw (quarter turns). Per-dimension masks (what sb3-contrib's
@@ -7,157 +7,33 @@
 - :class:`CandidateCodec` — ``Discrete(N + 1)``: a ranked list of up to N placements that were each checked
   against the assembly (dry run) plus STOP. The mask is exact: a masked random policy never makes an illegal
   placement.
+
+A codec turns the current state into a :class:`View` (what a builder may act on now: target slots, listed
+candidates, the mask) and reads actions against that view; the environments never ask which codec they hold.
 """
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from functools import cache
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from brick_gym.core import connectors as cx
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
-from brick_gym.core.catalog import Connector, Part
 from brick_gym.core.catalog import part as get_part
 from brick_gym.core.collision import BoxGrid, world_aabb
 from brick_gym.core.colours import colour as get_colour
+from brick_gym.envs.palette import YAWS, PaletteSlot, mating_combos
 
 if TYPE_CHECKING:
+    from gymnasium import spaces
+
     from brick_gym.envs.proposals import TargetRanking
 
-YAWS = (0.0, 90.0, 180.0, 270.0)
-
-
-@dataclass(frozen=True)
-class PaletteSlot:
-    """A part in a colour, with the connectors of the new part an action may mate (its ``sources``)."""
-
-    stem: str
-    colour: int
-    sources: tuple[tuple[str, int], ...]
-
-    @property
-    def part(self) -> Part:
-        """The catalogue part."""
-        return get_part(self.stem)
-
-    def source(self, index: int) -> Connector:
-        """The source connector at ``index``."""
-        group, i = self.sources[index]
-        return self.part.connector(group, i)
-
-
-def default_sources(part: Part, max_sources: int = 2) -> tuple[tuple[str, int], ...]:
-    """Mating connectors for a part: its first and last bottom hole (so bricks can also overhang), else the first
-    connector of each group. With four yaws this reaches every stud-aligned pose of a brick or plate."""
-    for group in ("hole", "tube", "pin", "socket", "axle"):
-        conns = part.groups.get(group)
-        if conns:
-            picks = [0] if len(conns) == 1 else [0, len(conns) - 1]
-            return tuple((group, i) for i in picks[:max_sources])
-    return tuple((g, 0) for g in list(part.groups)[:max_sources])
-
-
-def make_palette(entries: Sequence[tuple[str, int | str]], max_sources: int = 2) -> tuple[PaletteSlot, ...]:
-    """Palette slots from (part, colour) pairs; part names and colour names are resolved."""
-    slots = []
-    for stem, col in entries:
-        p = get_part(stem)
-        slots.append(PaletteSlot(p.stem, get_colour(col).code, default_sources(p, max_sources)))
-    return tuple(slots)
-
-
-@cache
-def _source_types(palette: tuple[PaletteSlot, ...]) -> tuple[Connector, ...]:
-    kinds = {(c.kind, c.subtype, c.polarity): c for s in palette for c in (s.source(i) for i in range(len(s.sources)))}
-    return tuple(kinds.values())
-
-
-@cache
-def _mates_any(part: Part, index: int, sources: tuple[Connector, ...]) -> bool:
-    return any(cx.mates(part.connectors[index], s) for s in sources)
-
-
-@cache
-def _combos(slot: PaletteSlot, target: Connector) -> tuple[tuple[int, float], ...]:
-    """(source index, yaw) pairs of ``slot`` that mate ``target``, source-major."""
-    return tuple((s, yaw) for s in range(len(slot.sources)) if cx.mates(target, slot.source(s)) for yaw in YAWS)
-
-
-def _free_mateable(assembly: Assembly, pid: int, sources: tuple[Connector, ...]) -> list[ConnectorRef]:
-    piece = assembly.pieces[pid]
-    return [
-        ConnectorRef(pid, c.group, c.group_index)
-        for c in piece.part.connectors
-        if _mates_any(piece.part, c.index, sources) and assembly.is_free(ConnectorRef(pid, c.group, c.group_index))
-    ]
-
-
-def target_slots(assembly: Assembly, palette: Sequence[PaletteSlot], limit: int) -> list[ConnectorRef]:
-    """Free connectors of the assembly that some palette source can mate, in (piece id, connector) order."""
-    sources = _source_types(tuple(palette))
-    out: list[ConnectorRef] = []
-    for pid in sorted(assembly.pieces):
-        out.extend(_free_mateable(assembly, pid, sources))
-        if len(out) >= limit:
-            return out[:limit]
-    return out
-
-
-class TargetSlots:
-    """``target_slots`` kept up to date incrementally: after a change only the pieces added or removed and their
-    joint neighbours are looked at again, so a step costs O(neighbourhood), not O(assembly)."""
-
-    def __init__(self, palette: Sequence[PaletteSlot]) -> None:
-        self.sources = _source_types(tuple(palette))
-        self._owner: Assembly | None = None
-        self._known: dict[int, object] = {}
-        self._neighbours: dict[int, list[int]] = {}
-        self._refs: dict[int, list[ConnectorRef]] = {}
-        self._order: list[int] = []
-        """Piece ids of ``_refs`` in ascending order (kept sorted on insert and delete)."""
-
-    def slots(self, assembly: Assembly, limit: int) -> list[ConnectorRef]:
-        """The first ``limit`` target slots, identical to ``target_slots(assembly, palette, limit)``."""
-        self._sync(assembly)
-        out: list[ConnectorRef] = []
-        for pid in self._order:
-            out.extend(self._refs[pid])
-            if len(out) >= limit:
-                return out[:limit]
-        return out
-
-    def _sync(self, assembly: Assembly) -> None:
-        pieces = assembly.pieces
-        if assembly is not self._owner:
-            self._owner, self._known, self._neighbours, self._refs, self._order = assembly, {}, {}, {}, []
-        changed = {k for k, v in self._known.items() if pieces.get(k) is not v}
-        changed |= {k for k, v in pieces.items() if self._known.get(k) is not v}
-        if not changed:
-            return
-        touched = set(changed)
-        for pid in changed:
-            touched.update(self._neighbours.get(pid, ()))
-            if pid in pieces:
-                touched.update(assembly.neighbours(pid))
-        for pid in touched:
-            if pid in pieces:
-                if pid not in self._refs:
-                    bisect.insort(self._order, pid)
-                self._refs[pid] = _free_mateable(assembly, pid, self.sources)
-                self._neighbours[pid] = assembly.neighbours(pid)
-                self._known[pid] = pieces[pid]
-            else:
-                if self._refs.pop(pid, None) is not None:
-                    self._order.pop(bisect.bisect_left(self._order, pid))
-                self._neighbours.pop(pid, None)
-                self._known.pop(pid, None)
+ENCODINGS = ("factored", "candidates")
 
 
 @dataclass(frozen=True)
@@ -169,10 +45,94 @@ class Decoded:
     error: str | None = None
 
 
+@dataclass
+class View:
+    """What one builder may act on in the current state: the target slots, the listed candidate placements
+    (palette index, placement) with the poses they give (candidate encoding; empty for factored), the int8 mask
+    and whether any placement is offered at all."""
+
+    targets: list[ConnectorRef] = field(default_factory=list)
+    candidates: list[tuple[int, Placement]] = field(default_factory=list)
+    poses: list[np.ndarray] = field(default_factory=list)
+    mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    can_place: bool = False
+
+
+class Codec(Protocol):
+    """The one interface of an action encoding."""
+
+    name: str
+    lists_placements: bool
+    """True when the view lists checked placements (exact masks), False for per-dimension masks."""
+
+    def space(self) -> spaces.Space:
+        """The action space."""
+        ...
+
+    @property
+    def stop_action(self) -> Any:
+        """The STOP action."""
+        ...
+
+    @property
+    def mask_size(self) -> int:
+        """Length of the flat int8 mask."""
+        ...
+
+    def view(
+        self,
+        assembly: Assembly,
+        targets: list[ConnectorRef],
+        ranking: TargetRanking | None = None,
+        slots: Sequence[int] | None = None,
+    ) -> View:
+        """The view of ``assembly`` at ``targets``; ``slots`` restricts the palette to those indices (a builder's
+        own stock), ``ranking`` orders candidates by a target."""
+        ...
+
+    def decode(self, action: object, view: View) -> Decoded:
+        """Read an action against ``view``; malformed or out-of-range actions come back with an error."""
+        ...
+
+    def masks(self, view: View) -> np.ndarray:
+        """The int8 mask of ``view`` (a copy)."""
+        ...
+
+    def split_mask(self, mask: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The flat mask per action dimension (what ``MultiDiscrete.sample`` takes)."""
+        ...
+
+    def sample(self, rng: np.random.Generator, mask: np.ndarray) -> Any:
+        """A uniform allowed action that builds when anything can be built (STOP only when nothing else is)."""
+        ...
+
+    def encode_placement(self, placement: Placement, view: View) -> Any:
+        """The action that performs ``placement`` in ``view``, or None when the encoding cannot express it."""
+        ...
+
+
+def make_codec(encoding: str, palette: Sequence[PaletteSlot], max_targets: int, max_candidates: int) -> Codec:
+    """The codec named ``encoding`` (``factored`` or ``candidates``)."""
+    if encoding == "factored":
+        return FactoredCodec(palette, max_targets)
+    if encoding == "candidates":
+        return CandidateCodec(palette, max_candidates)
+    raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
+
+
+def _palette_key(placement: Placement) -> tuple[str, int] | None:
+    """(stem, colour code) of a placement's part and colour, or None when either is unknown."""
+    try:
+        return get_part(placement.part).stem, get_colour(placement.colour).code
+    except LookupError:
+        return None
+
+
 class FactoredCodec:
     """``MultiDiscrete([P + 1, K, S, Y])`` with per-dimension masks."""
 
     name = "factored"
+    lists_placements = False
 
     def __init__(self, palette: Sequence[PaletteSlot], max_targets: int) -> None:
         self.palette = tuple(palette)
@@ -180,7 +140,7 @@ class FactoredCodec:
         self.max_sources = max(len(s.sources) for s in self.palette)
         self.nvec = np.array([len(self.palette) + 1, max_targets, self.max_sources, len(YAWS)], dtype=np.int64)
 
-    def space(self):  # -> gymnasium.spaces.MultiDiscrete
+    def space(self) -> spaces.MultiDiscrete:
         """The action space."""
         from gymnasium import spaces
 
@@ -191,14 +151,36 @@ class FactoredCodec:
         """The STOP action."""
         return np.array([len(self.palette), 0, 0, 0], dtype=np.int64)
 
-    def decode(self, action: object, targets: Sequence[ConnectorRef]) -> Decoded:
+    @property
+    def mask_size(self) -> int:
+        """Palette + STOP, targets, sources, yaws."""
+        return int(self.nvec.sum())
+
+    def view(
+        self,
+        assembly: Assembly,
+        targets: list[ConnectorRef],
+        ranking: TargetRanking | None = None,
+        slots: Sequence[int] | None = None,
+    ) -> View:
+        """Per-dimension masks over ``targets``; ``ranking`` does not apply (nothing is listed)."""
+        mask = self._masks(assembly, targets)
+        p = len(self.palette)
+        if slots is not None:
+            allowed = np.zeros(p, dtype=np.int8)
+            allowed[list(slots)] = 1
+            mask[:p] &= allowed
+        return View(targets=targets, mask=mask, can_place=bool(mask[:p].any()))
+
+    def decode(self, action: object, view: View) -> Decoded:
         """Read an action; malformed or out-of-range actions come back with an error, never an exception."""
+        targets = view.targets
         try:
             a = np.asarray(action).reshape(-1)
             if a.shape != (4,) or not np.all(np.isfinite(a.astype(float))) or np.any(a != np.round(a)):
                 raise ValueError
             p, k, s, y = (int(v) for v in a)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError):
             return Decoded(error=f"malformed action {action!r}: expected 4 integers (palette, target, source, yaw)")
         if not all(0 <= v < n for v, n in zip((p, k, s, y), self.nvec.tolist(), strict=True)):
             return Decoded(error=f"action {[p, k, s, y]} out of range: each entry must be below {self.nvec.tolist()}")
@@ -215,8 +197,43 @@ class FactoredCodec:
         """The action for these indices."""
         return np.array([palette_index, target_index, source_index, yaw_index], dtype=np.int64)
 
-    def masks(self, assembly: Assembly, targets: Sequence[ConnectorRef]) -> np.ndarray:
+    def encode_placement(self, placement: Placement, view: View) -> np.ndarray | None:
+        """The indices of ``placement``: its palette slot, listed target, source and quarter-turn yaw."""
+        key = _palette_key(placement)
+        slots = [i for i, s in enumerate(self.palette) if (s.stem, s.colour) == key]
+        if not slots or placement.target not in view.targets or placement.source is None:
+            return None
+        slot = self.palette[slots[0]]
+        if tuple(placement.source) not in slot.sources or placement.yaw % 90:
+            return None
+        return self.encode(
+            slots[0],
+            view.targets.index(placement.target),
+            slot.sources.index(tuple(placement.source)),
+            int(placement.yaw % 360 // 90),
+        )
+
+    def masks(self, view: View) -> np.ndarray:
         """Concatenated per-dimension int8 masks (palette incl. STOP, target, source, yaw)."""
+        return view.mask.copy()
+
+    def split_mask(self, mask: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The flat mask cut into its four dimensions."""
+        cuts = np.cumsum(self.nvec)[:-1]
+        return tuple(np.asarray(m, dtype=np.int8) for m in np.split(np.asarray(mask), cuts))
+
+    def sample(self, rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
+        """Uniform per dimension over the allowed entries; STOP only when no palette slot is allowed."""
+        out = []
+        for dim, m in enumerate(self.split_mask(mask)):
+            m = m.astype(bool)
+            if dim == 0 and m[:-1].any():
+                m[-1] = False
+            choices = np.flatnonzero(m)
+            out.append(int(rng.choice(choices)) if len(choices) else 0)
+        return np.array(out, dtype=np.int64)
+
+    def _masks(self, assembly: Assembly, targets: Sequence[ConnectorRef]) -> np.ndarray:
         stock = _in_stock(assembly, self.palette)
         palette = np.array([*stock, True], dtype=np.int8)
         target = np.zeros(self.max_targets, dtype=np.int8)
@@ -300,14 +317,16 @@ class CandidateCodec:
     """``Discrete(N + 1)``: up to N placements checked against the assembly, then STOP (index N)."""
 
     name = "candidates"
+    lists_placements = True
 
     def __init__(self, palette: Sequence[PaletteSlot], max_candidates: int, max_attempts: int = 2000) -> None:
         self.palette = tuple(palette)
         self.max_candidates = max_candidates
         self.max_attempts = max_attempts
         self.memo = LegalityMemo()
+        self._subsets: dict[tuple[int, ...], CandidateCodec] = {}
 
-    def space(self):  # -> gymnasium.spaces.Discrete
+    def space(self) -> spaces.Discrete:
         """The action space."""
         from gymnasium import spaces
 
@@ -317,6 +336,40 @@ class CandidateCodec:
     def stop_action(self) -> int:
         """The STOP action."""
         return self.max_candidates
+
+    @property
+    def mask_size(self) -> int:
+        """N candidates + STOP."""
+        return self.max_candidates + 1
+
+    def view(
+        self,
+        assembly: Assembly,
+        targets: list[ConnectorRef],
+        ranking: TargetRanking | None = None,
+        slots: Sequence[int] | None = None,
+    ) -> View:
+        """The checked candidate list at ``targets`` and its exact mask. With ``slots``, the list is that of the
+        same codec over those palette slots only (its own round-robin, memo kept per subset), indices mapped back
+        to the full palette; ``ranking`` then does not apply (it ranks the full palette)."""
+        if slots is None:
+            candidates = self.candidates(assembly, targets, ranking)
+            poses = [self.memo.pose(assembly, p) for _, p in candidates]
+        elif slots:
+            own = tuple(slots)
+            sub = self._subsets.get(own)
+            if sub is None:
+                palette = [self.palette[i] for i in own]
+                sub = self._subsets[own] = CandidateCodec(palette, self.max_candidates, self.max_attempts)
+            listed = sub.candidates(assembly, targets)
+            candidates = [(own[i], pl) for i, pl in listed]
+            poses = [sub.memo.pose(assembly, pl) for _, pl in listed]
+        else:
+            candidates, poses = [], []
+        mask = np.zeros(self.max_candidates + 1, dtype=np.int8)
+        mask[: len(candidates)] = 1
+        mask[-1] = 1
+        return View(targets=targets, candidates=candidates, poses=poses, mask=mask, can_place=bool(candidates))  # type: ignore[arg-type]
 
     def candidates(
         self, assembly: Assembly, targets: Sequence[ConnectorRef], ranking: TargetRanking | None = None
@@ -357,15 +410,16 @@ class CandidateCodec:
         while order:
             left = []
             for p in order:
-                combos = _combos(self.palette[p], t_conn)
+                combos = mating_combos(self.palette[p], t_conn)
                 if depth < len(combos):
                     left.append(p)
                     slot, (s, yaw) = self.palette[p], combos[depth]
                     yield p, Placement(slot.stem, slot.colour, target, slot.sources[s], yaw)
             order, depth = left, depth + 1
 
-    def decode(self, action: object, candidates: Sequence[tuple[int, Placement]]) -> Decoded:
-        """Read an action against the current candidate list."""
+    def decode(self, action: object, view: View) -> Decoded:
+        """Read an action against the view's candidate list."""
+        candidates = view.candidates
         try:
             a = np.asarray(action).reshape(-1)
             if a.shape != (1,) or not math.isfinite(float(a[0])) or float(a[0]) != round(float(a[0])):
@@ -381,12 +435,29 @@ class CandidateCodec:
             return Decoded(error=f"candidate {i} does not exist: only {len(candidates)} are listed")
         return Decoded(placement=candidates[i][1])
 
-    def masks(self, candidates: Sequence[tuple[int, Placement]]) -> np.ndarray:
+    def encode_placement(self, placement: Placement, view: View) -> int | None:
+        """The index of the listed candidate that is ``placement`` (same part, colour, target, source and yaw)."""
+        key = _palette_key(placement)
+        if key is None:
+            return None
+        wanted = (*key, placement.target, tuple(placement.source or ()), placement.yaw % 360)
+        for i, (_, cand) in enumerate(view.candidates):
+            if (cand.part, cand.colour, cand.target, tuple(cand.source or ()), cand.yaw % 360) == wanted:
+                return i
+        return None
+
+    def masks(self, view: View) -> np.ndarray:
         """Exact int8 mask: listed candidates and STOP."""
-        m = np.zeros(self.max_candidates + 1, dtype=np.int8)
-        m[: len(candidates)] = 1
-        m[-1] = 1
-        return m
+        return view.mask.copy()
+
+    def split_mask(self, mask: np.ndarray) -> tuple[np.ndarray, ...]:
+        """One dimension: the mask itself."""
+        return (np.asarray(mask, dtype=np.int8),)
+
+    def sample(self, rng: np.random.Generator, mask: np.ndarray) -> int:
+        """A uniform listed candidate; STOP when none is listed."""
+        choices = np.flatnonzero(np.asarray(mask, dtype=bool)[:-1])
+        return int(rng.choice(choices)) if len(choices) else len(mask) - 1
 
 
 def _in_stock(assembly: Assembly, palette: Sequence[PaletteSlot]) -> list[bool]:
@@ -413,12 +484,12 @@ def _round_robin(iterators: list[Iterator]) -> Iterator:
 
 
 __all__ = [
-    "YAWS",
+    "ENCODINGS",
     "CandidateCodec",
+    "Codec",
     "Decoded",
     "FactoredCodec",
-    "PaletteSlot",
-    "default_sources",
-    "make_palette",
-    "target_slots",
+    "LegalityMemo",
+    "View",
+    "make_codec",
 ]

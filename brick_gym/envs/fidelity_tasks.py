@@ -15,9 +15,9 @@ import numpy as np
 
 from brick_gym.core.catalog import part
 from brick_gym.core.rules import Rules
-from brick_gym.envs.assembly_env import EnvTask
-from brick_gym.envs.codecs import PaletteSlot
+from brick_gym.envs.episode import EnvTask
 from brick_gym.envs.fidelity_targets import ALL_KINDS, COLOURS, PALETTE_STEMS, FidelityTask, generate
+from brick_gym.envs.palette import PaletteSlot
 
 SPLIT_OFFSETS = {"train": 0, "test": 1_000_000_007}
 """Seed stream offsets per split: a target's seed is ``offset + seed * 7919 + draw``; streams never meet."""

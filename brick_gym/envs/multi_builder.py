@@ -1,8 +1,8 @@
 """``MultiBuilderEnv``: a PettingZoo AEC environment where several builders take turns on ONE shared Assembly.
 
-The single-agent pieces do the work: the same codecs (:class:`CandidateCodec` by default, :class:`FactoredCodec`
-on request), the same :class:`ObservationBuilder`, the same :class:`RewardSpec` and the same ``Assembly.place``.
-What this module adds is who may do what:
+The episode core (:class:`~brick_gym.envs.episode.Episode`) does the work, as under the single-agent env: the same
+codecs (candidates by default, factored on request), observations, reward spec, ``Assembly.place``, full check and
+viewer. What this module adds is who may do what:
 
 - ``split="inventory"`` — each builder owns a share of the stock. With an inventory, every (part, colour) count of
   the palette (less what the start piece uses) is dealt round-robin between builders, one piece at a time, the
@@ -49,8 +49,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -59,27 +57,24 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import AgentSelector, wrappers
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Placement, colour_name
+from brick_gym.core.assembly import ConnectorRef, Placement, colour_name
 from brick_gym.core.catalog import UnknownPart, catalog
 from brick_gym.core.colours import UnknownColour, colour
 from brick_gym.core.rules import Rules
-from brick_gym.envs.assembly_env import EnvConfig, EnvTask
-from brick_gym.envs.codecs import CandidateCodec, FactoredCodec, make_palette, target_slots
-from brick_gym.envs.observations import ObservationBuilder, ObservationConfig, yaw_of
-from brick_gym.rewards.terms import RewardContext, RewardSpec, standard_rewards
+from brick_gym.envs.codecs import ENCODINGS, View
+from brick_gym.envs.episode import EnvConfig, EnvTask, Episode, OverEpisode, TaskSource, Viewer
+from brick_gym.envs.palette import make_palette
+from brick_gym.rewards.terms import RewardSpec
 
 if TYPE_CHECKING:
-    from brick_gym.core.validity import Report
+    pass
 
 SPLITS = ("inventory", "region")
-ENCODINGS = ("candidates", "factored")
 
 DEFAULT_MULTI_CONFIG = EnvConfig(
     max_pieces=32, max_steps=64, max_targets=64, max_candidates=32, target_size=8, encoding="candidates"
 )
 """Small shapes: a few builders sharing a 6×6 base, short episodes."""
-
-TaskSource = Callable[[np.random.Generator], EnvTask]
 
 
 def default_task() -> EnvTask:
@@ -88,18 +83,7 @@ def default_task() -> EnvTask:
     return EnvTask("multi-builder", Rules.for_setting("free"), palette)
 
 
-@dataclass
-class _View:
-    """What one builder sees and may do in the current state."""
-
-    targets: list[ConnectorRef] = field(default_factory=list)
-    candidates: list[tuple[int, Placement]] = field(default_factory=list)
-    poses: list[np.ndarray] = field(default_factory=list)
-    mask: np.ndarray | None = None
-    can_place: bool = False
-
-
-class MultiBuilderEnv(AECEnv):
+class MultiBuilderEnv(OverEpisode, AECEnv):
     """Several builders take turns placing parts on one shared assembly (PettingZoo AEC)."""
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -120,11 +104,11 @@ class MultiBuilderEnv(AECEnv):
         shared_reward: bool = True,
         encoding: str = "candidates",
         render_mode: str | None = None,
+        viewer: Viewer | None = None,
     ) -> None:
         """``encoding`` decides the action encoding (``config.encoding`` is overridden by it)."""
         super().__init__()
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self._set_render_mode(render_mode)
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         if encoding not in ENCODINGS:
@@ -135,55 +119,34 @@ class MultiBuilderEnv(AECEnv):
         self.n_builders = n_builders
         self.split = split
         self.shared_reward = bool(shared_reward)
-        self.render_mode = render_mode
-        self.reward_spec = rewards or standard_rewards()
-        """The reward terms and weights (``self.rewards`` is PettingZoo's per-agent reward dict)."""
+        self.episode = Episode(task, self.config, rewards, viewer)
         self.rewards: dict[str, float] = {}
-        self._task_source: TaskSource | None = None if isinstance(task, EnvTask) else task
-        self._fixed_task = task if isinstance(task, EnvTask) else None
-        probe = self._fixed_task or task(np.random.default_rng(0))  # type: ignore[operator]
-        self.palette = tuple(probe.palette)
-        if split == "inventory" and probe.rules.inventory is None and n_builders > len(self.palette):
+        """PettingZoo's per-agent rewards (the reward terms and weights are :attr:`reward_spec`)."""
+        if split == "inventory" and self.episode.task.rules.inventory is None and n_builders > len(self.palette):
             raise ValueError(
                 f"split='inventory' without an inventory deals palette slots: {n_builders} builders need at least "
                 f"{n_builders} slots, the palette has {len(self.palette)}"
             )
-        if encoding == "factored":
-            self.codec: FactoredCodec | CandidateCodec = FactoredCodec(self.palette, self.config.max_targets)
-        else:
-            self.codec = CandidateCodec(self.palette, self.config.max_candidates)
-        self.observer = ObservationBuilder(
-            ObservationConfig(
-                max_pieces=self.config.max_pieces,
-                max_targets=self.config.max_targets,
-                palette_size=len(self.palette),
-                target_size=self.config.target_size,
-                max_candidates=self.config.max_candidates if encoding == "candidates" else 0,
-            ),
-            self.palette,
-        )
         self.possible_agents = [f"builder_{i}" for i in range(n_builders)]
         self.agents = []
-        mask_size = (
-            int(self.codec.nvec.sum()) if isinstance(self.codec, FactoredCodec) else self.codec.max_candidates + 1
-        )
         # One space object per agent: api_test wants `observation_space(a) is observation_space(a)` and seeds them.
         self.action_spaces = {a: self.codec.space() for a in self.possible_agents}
         self.observation_spaces = {
             a: spaces.Dict(
                 {
-                    "observation": self.observer.space(),
-                    "action_mask": spaces.Box(0, 1, shape=(mask_size,), dtype=np.int8),
+                    "observation": self.episode.observer.space(),
+                    "action_mask": spaces.Box(0, 1, shape=(self.codec.mask_size,), dtype=np.int8),
                 }
             )
             for a in self.possible_agents
         }
-        self.task: EnvTask = probe
-        self.assembly = Assembly(probe.rules, name=probe.name)
-        self.report: Report | None = None
-        """The last episode's full validity report (with timings), once it has ended."""
         self.np_random, _ = seeding.np_random(None)
         self._agent_selector = AgentSelector(list(self.possible_agents))
+
+    @property
+    def reward_spec(self) -> RewardSpec:
+        """The reward terms and weights (``self.rewards`` is PettingZoo's per-agent reward dict)."""
+        return self.episode.rewards
 
     # ----- PettingZoo API ------------------------------------------------------------------------------------
     def observation_space(self, agent: str) -> spaces.Dict:
@@ -195,23 +158,13 @@ class MultiBuilderEnv(AECEnv):
         return self.action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        """Start an episode: pick the task (seeded when the env samples tasks), place the start piece, deal the
-        stock or regions, and give the turn to builder_0. ``options={"task": EnvTask}`` overrides the task."""
+        """Start an episode: pick the task (seeded when the env samples tasks), place the start piece (or copy
+        ``options["assembly"]``), deal the stock or regions, and give the turn to builder_0.
+        ``options={"task": EnvTask}`` overrides the task."""
         if seed is not None:
             self.np_random, _ = seeding.np_random(seed)
-        if options and isinstance(options.get("task"), EnvTask):
-            self.task = options["task"]
-        elif self._task_source is not None:
-            self.task = self._task_source(self.np_random)
-        else:
-            self.task = self._fixed_task  # type: ignore[assignment]
-        if tuple(self.task.palette) != self.palette:
-            raise ValueError(f"task {self.task.name!r} has a different palette than this env was built for")
-        self.assembly = Assembly(self.task.rules, name=self.task.name)
-        stem, col = self.task.start
-        start = self.assembly.add(stem, col)
-        if not start.ok:
-            raise ValueError(f"task {self.task.name!r}: start piece refused: {start.message}")
+        task = self.episode.choose_task(self.np_random, options)
+        start_id = self.episode.start(task, (options or {}).get("assembly"))
         self.agents = list(self.possible_agents)
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
@@ -220,47 +173,33 @@ class MultiBuilderEnv(AECEnv):
         self._skip_agent_selection = None
         self._agent_selector.reinit(list(self.possible_agents))
         self.agent_selection = self._agent_selector.reset()
-        self.report = None
         self._turns = 0
         self._stopped: set[str] = set()
         self._placed_by: dict[int, str] = {}
         self._used: dict[str, Counter[tuple[str, int]]] = {a: Counter() for a in self.possible_agents}
         self._shares = self._deal_shares()
-        self._edges = self._region_edges(start.piece)
+        self._edges = self._region_edges(start_id)
         self._last_invalid: dict[str, str | None] = {a: None for a in self.agents}
         self._last_outcome: dict[str, str | None] = {a: None for a in self.agents}
-        self._terms_since = {a: self._zero_terms() for a in self.agents}
+        self._terms_since = {a: self.episode.zero_terms() for a in self.agents}
         self._returns = {a: 0.0 for a in self.possible_agents}
         self._invalid_counts = {a: 0 for a in self.possible_agents}
-        self._term_sums: dict[str, float] = {}
-        self._episode_scratch: dict[str, Any] = {}
-        self._target_grid = None
-        if self.task.target_voxels is not None:
-            from brick_gym.core.voxels import target_tensor
-
-            self._target_grid = target_tensor(self.task.target_voxels, (self.config.target_size,) * 3)
-        self._views: dict[str, _View] = {}
+        self._views: dict[str, View] = {}
         self._refresh_views()
         self.infos = {a: self._info(a) for a in self.agents}
 
     def observe(self, agent: str) -> dict[str, Any]:
         """``{"observation": <single-agent observation from this builder's view>, "action_mask": int8}``."""
         view = self._views.get(agent) or self._view_for(agent)
-        obs = self.observer.build(
-            self.assembly,
-            view.targets,
+        obs = self.episode.observe(
+            view,
             step=self._turns,
-            max_steps=self.config.max_steps,
             last_invalid=self._last_invalid.get(agent) is not None,
-            target=self._target_grid,
             initial_stock=[self._share(agent, s.stem, s.colour) for s in self.palette],
-            candidates=view.candidates,
-            candidate_poses=view.poses,
         )
         # The builder sees its own share: its pieces left / its share (the builder above reads the global stock).
         obs["inventory"] = self._own_inventory(agent)
-        assert view.mask is not None
-        return {"observation": obs, "action_mask": view.mask.copy()}
+        return {"observation": obs, "action_mask": self.codec.masks(view)}
 
     def step(self, action: object) -> None:
         """The selected builder acts: a placement, STOP, or a (penalised) no-op when the action is illegal."""
@@ -269,35 +208,20 @@ class MultiBuilderEnv(AECEnv):
             self._was_dead_step(action)
             return
         self._cumulative_rewards[agent] = 0.0
-        self._terms_since[agent] = self._zero_terms()
+        self._terms_since[agent] = self.episode.zero_terms()
         self._clear_rewards()
         self._turns += 1
-        view = self._views[agent]
-        decoded = (
-            self.codec.decode(action, view.targets)
-            if isinstance(self.codec, FactoredCodec)
-            else self.codec.decode(action, view.candidates)
-        )
-        outcome: Outcome | None = None
-        invalid: str | None = None
-        if decoded.error is not None:
-            invalid = f"bad_action: {decoded.error}"
-        elif decoded.placement is not None:
-            invalid = self.refusal(agent, decoded.placement)
-            if invalid is None:
-                outcome = self.assembly.place(decoded.placement)
-                if outcome.ok:
-                    assert outcome.piece is not None
-                    self._placed_by[outcome.piece] = agent
-                    placed = self.assembly[outcome.piece]
-                    self._used[agent][(placed.part.stem, placed.colour)] += 1
-                else:
-                    invalid = f"{outcome.reason}: {outcome.message}"
-        if decoded.stop:
+        attempt = self.episode.attempt(action, self._views[agent], lambda p: self.refusal(agent, p))
+        if attempt.outcome is not None and attempt.outcome.ok:
+            assert attempt.outcome.piece is not None
+            self._placed_by[attempt.outcome.piece] = agent
+            placed = self.assembly[attempt.outcome.piece]
+            self._used[agent][(placed.part.stem, placed.colour)] += 1
+        if attempt.stop:
             self._stopped.add(agent)
-        self._last_invalid[agent] = invalid
-        self._last_outcome[agent] = None if outcome is None else (outcome.reason or "placed")
-        self._invalid_counts[agent] += invalid is not None
+        self._last_invalid[agent] = attempt.invalid
+        self._last_outcome[agent] = None if attempt.outcome is None else (attempt.outcome.reason or "placed")
+        self._invalid_counts[agent] += attempt.invalid is not None
 
         self._refresh_views()
         live = [a for a in self.agents if a not in self._stopped]
@@ -307,19 +231,9 @@ class MultiBuilderEnv(AECEnv):
         truncated = not terminated and self._turns >= self.config.max_steps
         end = terminated or truncated
 
-        ctx = RewardContext(
-            self.assembly, outcome, invalid, end, target=self.task.target_voxels, episode=self._episode_scratch
-        )
-        if end:
-            from brick_gym.core.validity import check
-
-            self.report = check(self.assembly)
-            ctx.report = self.report
-        total, terms = self.reward_spec.evaluate(ctx)
+        total, terms = self.episode.settle(attempt, end)
         terminal_names = {t.name for t, _ in self.reward_spec.weights if t.terminal}
         terminal_reward = sum(w * terms[t.name] for t, w in self.reward_spec.weights if t.terminal)
-        for k, v in terms.items():
-            self._term_sums[k] = self._term_sums.get(k, 0.0) + v
         for a in self.agents:
             if self.shared_reward or a == agent:
                 self.rewards[a] = float(total)
@@ -336,12 +250,12 @@ class MultiBuilderEnv(AECEnv):
             for a in self.agents:
                 self.terminations[a] = terminated
                 self.truncations[a] = truncated
-        elif decoded.stop:
+        elif attempt.stop:
             self.terminations[agent] = True
         for a in self.agents:
             self.infos[a] = self._info(a)
         if end:
-            final = self._final_info()
+            final = {"report": self.episode.report_json(timings=False), "episode_stats": self.episode_stats()}
             for a in self.agents:
                 self.infos[a].update(final)
         self._accumulate_rewards()
@@ -352,15 +266,12 @@ class MultiBuilderEnv(AECEnv):
         self._deads_step_first()
 
     def render(self) -> str | np.ndarray | None:
-        """``ansi``: the turn, each builder's state and the pieces with who placed them; ``rgb_array``: a view."""
-        if self.render_mode == "ansi":
-            return self._ansi()
-        if self.render_mode == "rgb_array":
-            from brick_gym.render import render_view
-
-            pieces = [(p.part.stem, p.colour, p.pose) for p in self.assembly]
-            return render_view(pieces, 1, size=256)
-        return None
+        """``ansi``: the turn, each builder's state and the pieces with who placed them; ``rgb_array``: a view
+        (the viewer draws both)."""
+        header = self._ansi_header() if self.render_mode == "ansi" else ()
+        return self.episode.render(
+            self.render_mode, header=header, label=lambda p: f"by {self._placed_by.get(p.id, 'start')}"
+        )
 
     def close(self) -> None:
         """Nothing to release: the assembly holds no native handles."""
@@ -368,16 +279,12 @@ class MultiBuilderEnv(AECEnv):
     # ----- helpers -------------------------------------------------------------------------------------------
     def action_masks(self, agent: str | None = None) -> np.ndarray:
         """int8 action mask of ``agent`` (default: the selected builder), as in its observation."""
-        view = self._views[agent or self.agent_selection]
-        assert view.mask is not None
-        return view.mask.copy()
+        return self.codec.masks(self._views[agent or self.agent_selection])
 
     def mask_tuple(self, mask: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The factored encoding's flat mask split per dimension (what ``MultiDiscrete.sample`` takes)."""
-        if not isinstance(self.codec, FactoredCodec):
-            raise ValueError("mask_tuple is for encoding='factored'; the candidate mask is already flat")
-        cuts = np.cumsum(self.codec.nvec)[:-1]
-        return tuple(np.asarray(m, dtype=np.int8) for m in np.split(np.asarray(mask), cuts))
+        """The flat mask split per action dimension (what ``MultiDiscrete.sample`` takes for the factored
+        encoding; the candidate mask is one dimension)."""
+        return self.codec.split_mask(mask)
 
     def targets(self, agent: str) -> list[ConnectorRef]:
         """The free connectors ``agent`` may build on now (its target slots, in observation order)."""
@@ -432,24 +339,16 @@ class MultiBuilderEnv(AECEnv):
 
     def episode_stats(self) -> dict[str, Any]:
         """Per-episode statistics (deterministic: no wall-clock fields)."""
-        report = self.report
         return {
-            "task": self.task.name,
+            **self.episode.stats(),
             "turns": self._turns,
-            "pieces": len(self.assembly),
             "pieces_by_builder": {a: sum(1 for b in self._placed_by.values() if b == a) for a in self.possible_agents},
             "returns": {a: round(v, 6) for a, v in self._returns.items()},
             "invalid_actions": dict(self._invalid_counts),
             "stopped": sorted(self._stopped),
-            "valid": None if report is None else report.valid,
-            "issues": None if report is None else sorted({i.kind for i in report.issues}),
-            "reward_terms": {k: round(v, 6) for k, v in self._term_sums.items()},
         }
 
     # ----- internals -----------------------------------------------------------------------------------------
-    def _zero_terms(self) -> dict[str, float]:
-        return {name: 0.0 for name in self.reward_spec.names}
-
     def _deal_shares(self) -> dict[str, dict[tuple[str, int], int | None]]:
         """Each builder's starting share per palette (part, colour) (``split="inventory"``)."""
         shares: dict[str, dict[tuple[str, int], int | None]] = {a: {} for a in self.possible_agents}
@@ -514,17 +413,12 @@ class MultiBuilderEnv(AECEnv):
                 out[i] = max(0, self._left(agent, s.stem, s.colour) or 0) / share
         return out
 
-    def _all_targets(self) -> list[ConnectorRef]:
-        limit = self.config.max_targets if self.split == "inventory" else 1 << 30
-        return target_slots(self.assembly, self.palette, limit)
-
     def _targets_by_agent(self) -> dict[str, list[ConnectorRef]]:
         """Every builder's target slots: all free ones (inventory split) or those in its band (region split)."""
-        targets = self._all_targets()
         if self.split != "region":
-            return dict.fromkeys(self.possible_agents, targets)
+            return dict.fromkeys(self.possible_agents, self.episode.targets())
         out: dict[str, list[ConnectorRef]] = {a: [] for a in self.possible_agents}
-        for t in targets:
+        for t in self.episode.targets(limit=1 << 30):
             out[self.possible_agents[self.region_of(self.assembly.connector_frame(t)[0, 3])]].append(t)
         return {a: ts[: self.config.max_targets] for a, ts in out.items()}
 
@@ -532,28 +426,12 @@ class MultiBuilderEnv(AECEnv):
         targets = self._targets_by_agent()
         self._views = {a: self._view_for(a, targets[a]) for a in self.agents}
 
-    def _view_for(self, agent: str, targets: list[ConnectorRef] | None = None) -> _View:
+    def _view_for(self, agent: str, targets: list[ConnectorRef] | None = None) -> View:
+        """The agent's view: its targets, and only the palette slots it has stock of."""
         if targets is None:
             targets = self._targets_by_agent()[agent]
         own = [i for i, s in enumerate(self.palette) if self._left(agent, s.stem, s.colour) != 0]
-        view = _View(targets=targets)
-        if isinstance(self.codec, FactoredCodec):
-            mask = self.codec.masks(self.assembly, targets)
-            p = len(self.palette)
-            allowed = np.zeros(p, dtype=np.int8)
-            allowed[own] = 1
-            mask[:p] &= allowed
-            view.mask = mask
-            view.can_place = bool(mask[:p].any())
-            return view
-        if own:
-            # The same codec over this builder's palette slots only, indices mapped back to the full palette.
-            sub = CandidateCodec([self.palette[i] for i in own], self.codec.max_candidates, self.codec.max_attempts)
-            view.candidates = [(own[i], pl) for i, pl in sub.candidates(self.assembly, targets)]
-            view.poses = [self.assembly.pose_for(pl) for _, pl in view.candidates]  # type: ignore[misc]
-        view.mask = self.codec.masks(view.candidates)
-        view.can_place = bool(view.candidates)
-        return view
+        return self.episode.view(targets, slots=own)
 
     def _next_live(self) -> str:
         for _ in range(self.n_builders):
@@ -563,25 +441,16 @@ class MultiBuilderEnv(AECEnv):
         return self.agent_selection
 
     def _info(self, agent: str) -> dict[str, Any]:
-        view = self._views[agent]
-        assert view.mask is not None
         return {
             "reward_terms": dict(self._terms_since[agent]),
             "invalid_reason": self._last_invalid[agent],
             "outcome": self._last_outcome[agent],
-            "action_mask": view.mask.copy(),
+            "action_mask": self.codec.masks(self._views[agent]),
             "pieces": len(self.assembly),
             "turn": self._turns,
         }
 
-    def _final_info(self) -> dict[str, Any]:
-        report = None
-        if self.report is not None:
-            report = self.report.to_json()
-            report.pop("timings_s", None)  # wall clock: would make two same-seed runs differ
-        return {"report": report, "episode_stats": self.episode_stats()}
-
-    def _ansi(self) -> str:
+    def _ansi_header(self) -> list[str]:
         lines = [
             f"{self.task.name}: {len(self.assembly)} pieces, turn {self._turns}/{self.config.max_steps}, "
             f"split {self.split}, next {self.agent_selection if self.agents else '-'}"
@@ -594,14 +463,7 @@ class MultiBuilderEnv(AECEnv):
                 if left != 0
             )
             lines.append(f"  {a:<10} {state:<8} return {self._returns[a]:+.3f}  stock [{stock}]")
-        for p in sorted(self.assembly, key=lambda p: p.id):
-            x, y, z = p.pose[:3, 3]
-            who = self._placed_by.get(p.id, "start")
-            lines.append(
-                f"  #{p.id:<3} {p.part.stem:<8} {p.part.name:<24} {colour_name(p.colour):<12} "
-                f"at ({x:g}, {y:g}, {z:g}) yaw {yaw_of(p.pose):.0f}  by {who}"
-            )
-        return "\n".join(lines)
+        return lines
 
 
 def raw_env(task: EnvTask | TaskSource | None = None, n_builders: int = 2, **kwargs: Any) -> MultiBuilderEnv:

@@ -20,7 +20,7 @@ from brick_gym.core import connectors as cx
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
 from brick_gym.core.catalog import Connector
 from brick_gym.core.voxels import VoxelGrid, cell_ranges, fills_its_box, voxelize, world_bounds
-from brick_gym.envs.codecs import YAWS, PaletteSlot
+from brick_gym.envs.palette import YAWS, PaletteSlot
 
 
 @dataclass(frozen=True)

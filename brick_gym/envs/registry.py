@@ -9,8 +9,9 @@ import os
 from typing import Any
 
 from brick_gym.core.rules import Inventory, Rules
-from brick_gym.envs.assembly_env import DEFAULT_PALETTE, BrickAssemblyEnv, EnvConfig, EnvTask
-from brick_gym.envs.codecs import make_palette
+from brick_gym.envs.assembly_env import DEFAULT_PALETTE, BrickAssemblyEnv
+from brick_gym.envs.episode import EnvConfig, EnvTask
+from brick_gym.envs.palette import make_palette
 from brick_gym.rewards.terms import RewardSpec
 
 

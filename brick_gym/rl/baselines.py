@@ -9,8 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.envs.codecs import FactoredCodec
-
 
 class RandomMaskedAgent:
     """Uniform over allowed actions (per dimension for the factored encoding); STOP is never chosen unless it is
@@ -22,20 +20,7 @@ class RandomMaskedAgent:
     def act(self, env: Any) -> Any:
         """One action for the env's current state."""
         base = env.unwrapped
-        mask = base.action_masks().astype(bool)
-        if isinstance(base.codec, FactoredCodec):
-            out = []
-            start = 0
-            for dim, n in enumerate(base.codec.nvec.tolist()):
-                m = mask[start : start + n].copy()
-                if dim == 0 and m[:-1].any():
-                    m[-1] = False
-                choices = np.flatnonzero(m)
-                out.append(int(self.rng.choice(choices)) if len(choices) else 0)
-                start += n
-            return np.array(out, dtype=np.int64)
-        choices = np.flatnonzero(mask[:-1])
-        return int(self.rng.choice(choices)) if len(choices) else len(mask) - 1
+        return base.codec.sample(self.rng, base.action_masks())
 
 
 class GreedyFidelityAgent:
@@ -47,13 +32,13 @@ class GreedyFidelityAgent:
         from brick_gym.core.voxels import fidelity, voxelize
 
         base = env.unwrapped
-        if isinstance(base.codec, FactoredCodec):
+        if not base.codec.lists_placements:
             raise TypeError("GreedyFidelityAgent needs the candidate encoding (e.g. BrickGym/FidelityCandidates-v0)")
         target = base.task.target_voxels
         asm = base.assembly
         current = fidelity(voxelize(asm), target)
         best, best_key = None, (current.shape_iou, current.colour_iou)
-        for i, (_, placement) in enumerate(base._candidates):
+        for i, (_, placement) in enumerate(base.view.candidates):
             out = asm.place(placement)
             if out.ok:
                 f = fidelity(voxelize(asm), target)

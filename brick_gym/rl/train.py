@@ -269,7 +269,7 @@ class PolicyAgent:
     def act(self, env: Any) -> Any:
         """One action for the env's current state."""
         base = env.unwrapped
-        obs = base._observation()
+        obs = base.observe()
         mask = base.action_masks()
         if not isinstance(base.action_space, gym.spaces.Discrete):
             action, _ = self.model.predict(obs, action_masks=mask, deterministic=True)

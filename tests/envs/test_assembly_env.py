@@ -143,8 +143,8 @@ def test_illegal_and_out_of_range_actions_are_no_ops_with_reasons() -> None:
         assert len(env.assembly) == n
     assert env.step(env.codec.encode(0, 0, 0, 0))[4]["invalid_reason"] is None  # a 2x4 brick on the first stud
     n = len(env.assembly)
-    for k, yaw in itertools.product(range(len(env._targets)), range(4)):  # overlapping footprints: refused
-        decoded = env.codec.decode(env.codec.encode(0, k, 0, yaw), env._targets)
+    for k, yaw in itertools.product(range(len(env.view.targets)), range(4)):  # overlapping footprints: refused
+        decoded = env.codec.decode(env.codec.encode(0, k, 0, yaw), env.view)
         if env.assembly.evaluate(decoded.placement).reason == "collision":
             info = env.step(env.codec.encode(0, k, 0, yaw))[4]
             assert info["invalid_reason"].startswith("collision") and "#1 3001" in info["invalid_reason"]
@@ -228,7 +228,8 @@ def test_async_vector_env_and_subproc_vec_env() -> None:
 
 def test_legality_memo_agrees_with_fresh_dry_runs_through_adds_removes_and_undos() -> None:
     from brick_gym.core.assembly import Assembly, Placement
-    from brick_gym.envs.codecs import YAWS, LegalityMemo
+    from brick_gym.envs.codecs import LegalityMemo
+    from brick_gym.envs.palette import YAWS
 
     rng = np.random.default_rng(0)
     a = Assembly()
@@ -256,7 +257,7 @@ def test_legality_memo_agrees_with_fresh_dry_runs_through_adds_removes_and_undos
 
 def test_incremental_target_slots_match_a_full_rescan() -> None:
     from brick_gym.core.examples import random_assembly
-    from brick_gym.envs.codecs import TargetSlots, make_palette, target_slots
+    from brick_gym.envs.palette import TargetSlots, make_palette, target_slots
 
     palette = make_palette([("3001", "red"), ("3005", "blue"), ("2780", "black")])
     slots = TargetSlots(palette)

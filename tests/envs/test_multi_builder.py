@@ -16,9 +16,9 @@ from pettingzoo.test import api_test, seed_test
 from brick_gym.core.assembly import Placement
 from brick_gym.core.colours import colour
 from brick_gym.core.rules import Inventory, Rules
-from brick_gym.envs.assembly_env import EnvConfig, EnvTask
-from brick_gym.envs.codecs import make_palette, target_slots
+from brick_gym.envs.episode import EnvConfig, EnvTask
 from brick_gym.envs.multi_builder import MultiBuilderEnv, default_task, env, raw_env
+from brick_gym.envs.palette import make_palette, target_slots
 
 PALETTE = make_palette([("3001", "red"), ("3003", "blue"), ("3005", "yellow")])
 CONFIG = EnvConfig(max_pieces=12, max_steps=24, max_targets=48, max_candidates=16, target_size=4)

@@ -45,13 +45,13 @@ def test_every_next_step_of_the_known_build_is_listed_and_the_first_candidate_fi
         pose = prefix.pose_for(Placement(step.part, step.colour, step.target, step.source, step.yaw))
         listed = {
             (p.part, p.colour, _box(p.part, q, grid))
-            for (_, p), q in zip(base._candidates, base._candidate_poses, strict=True)
+            for (_, p), q in zip(base.view.candidates, base.view.poses, strict=True)
         }
         fits = [
             piece_agreement(grid, base.palette[s].stem, base.palette[s].colour, q) == (1.0, 1.0)
-            for (s, _), q in zip(base._candidates, base._candidate_poses, strict=True)
+            for (s, _), q in zip(base.view.candidates, base.view.poses, strict=True)
         ]
-        assert fits[0], base._candidates[0]
+        assert fits[0], base.view.candidates[0]
         # listed, or crowded out of a full list by placements that fit as well
         assert (step.part, step.colour, _box(step.part, pose, grid)) in listed or (
             all(fits) and len(fits) == base.config.max_candidates
@@ -62,7 +62,7 @@ def test_ranked_scores_match_an_exact_count_and_never_increase() -> None:
     """The score of each ranked placement equals (unbuilt target cells it fills + those in its colour) / its cells,
     counted by voxelising the piece (slopes included); scores never increase among placements that meet no built
     cell, which come first."""
-    from brick_gym.envs.codecs import target_slots
+    from brick_gym.envs.palette import target_slots
 
     target = generate("house", 4)
     asm = target.build()
@@ -123,7 +123,7 @@ def test_target_guided_candidates_are_better_than_connector_order() -> None:
         for seed in range(4):
             env.reset(seed=seed)
             p = len(env.unwrapped.palette)
-            agreement = env.unwrapped._observation()["candidates"][:, 8 + p : 10 + p]
+            agreement = env.unwrapped.observe()["candidates"][:, 8 + p : 10 + p]
             count += int(np.all(agreement == 1.0, axis=1).sum())
             top.append(float(agreement[0].min()))
         return count, float(np.mean(top))
@@ -137,8 +137,8 @@ def test_connector_order_offers_every_part_and_colour_without_a_target() -> None
     env = gym.make("BrickGym/Model-v0", encoding="candidates")
     env.reset(seed=0)
     base = env.unwrapped
-    kinds = Counter((base.palette[s].stem, base.palette[s].colour) for s, _ in base._candidates)
-    assert len(base._candidates) == base.config.max_candidates
+    kinds = Counter((base.palette[s].stem, base.palette[s].colour) for s, _ in base.view.candidates)
+    assert len(base.view.candidates) == base.config.max_candidates
     assert len(kinds) == len(base.palette)  # 64 candidates over 32 palette slots: each one twice
     assert max(kinds.values()) <= 3
 
@@ -150,7 +150,7 @@ def test_ranking_leaves_stock_and_validity_rules_to_the_codec() -> None:
     asm = Assembly(task.rules)
     asm.add(*task.start)
     ranking = TargetRanking(task.target_voxels, task.palette)
-    from brick_gym.envs.codecs import target_slots
+    from brick_gym.envs.palette import target_slots
 
     targets = target_slots(asm, task.palette, 64)
     stock = [False] * len(task.palette)
