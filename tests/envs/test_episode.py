@@ -106,7 +106,7 @@ def test_an_env_pickled_before_the_episode_core_is_refused_clearly() -> None:
     state = env.__dict__.copy()
     state.pop("_format")
     old = BrickAssemblyEnv.__new__(BrickAssemblyEnv)
-    with pytest.raises(ValueError, match="pickled by brick_gym 0.1"):
+    with pytest.raises(ValueError, match=r"pickled by brick_gym 0\.1"):
         old.__setstate__(state)
     assert len(pickle.loads(pickle.dumps(env)).assembly) == 1
 
