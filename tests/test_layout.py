@@ -94,9 +94,7 @@ def test_no_import_circles_at_all() -> None:
 
 def test_every_room_imports_only_from_lower_floors() -> None:
     assert {_room(m) for m in MODULES} <= set(FLOORS), "a new room needs a floor in FLOORS"
-    upward = sorted(
-        f"{m} -> {n}" for m, deps in GRAPH.items() for n in deps if FLOORS[_room(n)] > FLOORS[_room(m)]
-    )
+    upward = sorted(f"{m} -> {n}" for m, deps in GRAPH.items() for n in deps if FLOORS[_room(n)] > FLOORS[_room(m)])
     assert upward == []
 
 
