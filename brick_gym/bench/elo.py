@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from brick_gym.core.fileio import iter_jsonl
+from brick_gym.extras import require
 
 __all__ = [
     "ELO_SCALE",
@@ -404,11 +405,10 @@ def format_table(board: Mapping[str, Mapping[str, float]]) -> str:
 
 def plot_leaderboard(board: Mapping[str, Mapping[str, float]], path: str | Path) -> Path:
     """Save a PNG of combined, align and design Elo with 95% intervals (needs matplotlib; no pyplot state)."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("plot_leaderboard needs matplotlib (pip install 'brick-gym[render]')") from exc
+    require("matplotlib", "plot_leaderboard")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     ranked = _ranked(board)[::-1]  # best at the top of a horizontal chart
     names = [name for name, _ in ranked]
     fig = Figure(figsize=(8, 0.45 * len(names) + 1.5), dpi=120)

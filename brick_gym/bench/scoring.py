@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from brick_gym.core.fileio import atomic_write_jsonl, atomic_write_text
+from brick_gym.extras import require
 
 __all__ = [
     "RETRIES",
@@ -602,11 +603,10 @@ def _plot(board: Leaderboard, path: Path) -> Path:
 
     if board.elo is not None:
         return plot_leaderboard(board.elo, path)
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("the leaderboard plot needs matplotlib (pip install 'brick-gym[render]')") from exc
+    require("matplotlib", "the leaderboard plot")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     ranked = board.ranked()[::-1]
     fig = Figure(figsize=(7, 0.45 * len(ranked) + 1.5), dpi=120)
     FigureCanvasAgg(fig)

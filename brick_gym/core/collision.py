@@ -16,7 +16,7 @@ from functools import cache
 
 import numpy as np
 
-from brick_gym.core.meshes import collision_mesh
+from brick_gym.core.meshes import box_corners, collision_mesh
 
 CELL_LDU = 40.0
 _POSE_DECIMALS = 6
@@ -40,9 +40,7 @@ def _bvh(stem: str):  # -> fcl.BVHModel, shared per part type
 @cache
 def local_bounds(stem: str) -> np.ndarray:
     """(8, 4) homogeneous corners of the collision mesh's local bounding box."""
-    lo, hi = collision_mesh(stem).bounds
-    corners = np.array(list(itertools.product(*zip(lo, hi, strict=True))), dtype=np.float64)
-    return np.hstack([corners, np.ones((8, 1))])
+    return box_corners(collision_mesh(stem).bounds)
 
 
 def world_aabb(stem: str, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

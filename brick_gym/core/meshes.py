@@ -8,6 +8,7 @@ then flags exactly the overlaps deeper than that allowance.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import zipfile
@@ -157,3 +158,10 @@ def collision_mesh(stem: str) -> PartMesh:
     """The collision mesh: the render mesh inset by ``EXTRA_INSET_LDU`` (BrickBench's allowance)."""
     mesh = part_mesh(stem)
     return PartMesh(_freeze(inset_vertices(mesh, EXTRA_INSET_LDU)), mesh.faces)
+
+
+def box_corners(bounds: tuple[np.ndarray, np.ndarray] | np.ndarray) -> np.ndarray:
+    """(8, 4) homogeneous corners of an axis-aligned box given as (low, high), in the part frame."""
+    lo, hi = bounds
+    corners = np.array(list(itertools.product(*zip(lo, hi, strict=True))), dtype=np.float64)
+    return np.hstack([corners, np.ones((8, 1))])

@@ -28,7 +28,6 @@ best alignments.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -175,11 +174,9 @@ def _tight(grid: VoxelGrid) -> VoxelGrid:
 @cache
 def _corners(stem: str) -> np.ndarray:
     """(8, 4) homogeneous corners of a part's mesh bounds (part frame)."""
-    from brick_gym.core.meshes import part_mesh
+    from brick_gym.core.meshes import box_corners, part_mesh
 
-    lo, hi = part_mesh(stem).bounds
-    corners = np.array(list(itertools.product(*zip(lo, hi, strict=True))), dtype=np.float64)
-    return np.hstack([corners, np.ones((8, 1))])
+    return box_corners(part_mesh(stem).bounds)
 
 
 def world_bounds(stem: str, poses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,9 @@
 """Gymnasium and PettingZoo environments; importing this package registers the ``BrickGym/...`` ids."""
 
+from brick_gym.extras import require
+
+require("gymnasium", "brick_gym.envs")
+
 from brick_gym.envs.assembly_env import BrickAssemblyEnv, make_task
 from brick_gym.envs.codecs import CandidateCodec, Codec, FactoredCodec, View, make_codec
 from brick_gym.envs.episode import EnvConfig, EnvTask, Episode
