@@ -1,4 +1,5 @@
-"""The experiments engine (``brick_gym.rl.experiment``) and its configs.
+"""The experiments (``experiments/*.toml``: they load, their variants pay what they say) and the engine that runs
+them (``brick_gym.rl.experiment``).
 
 The integration tests run the reward ablation at smoke size (2 variants × 1 seed + the baselines) once per module
 into a temporary folder with wandb offline, then read the runs back: the wandb run files (parsed record by record
@@ -41,7 +42,7 @@ JUDGE_TERMS = ("vqa", "pairwise_design")
 VARIANTS = ("validity_only", "vlm_terms")
 
 
-# ----- configs --------------------------------------------------------------------------------------------------
+# ----- the experiment files -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", [ABLATION, BUILDER], ids=lambda p: p.stem)
