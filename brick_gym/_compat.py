@@ -53,6 +53,7 @@ OLD_PATHS: dict[str, tuple[str, ...]] = {
         "brick_gym.rl.experiment",
         "brick_gym.rl.experiment_config",
         "brick_gym.rl.wandb_log",
+        "brick_gym.rl.callbacks",
         "brick_gym.rl.summary",
     ),
     "brick_gym.rewards.vlm": (

@@ -41,7 +41,7 @@ def test_sb3_env_checker(encoding: str) -> None:
 
         warnings.warn("sentinel", UserWarning, stacklevel=1)
     # Justified: the set-shaped slices (pieces, targets, candidates, target voxels) are kept 2-D/3-D on purpose;
-    # brick_gym.rl.train's features extractor reads them as sets and grids instead of flattening them.
+    # brick_gym.rl.policies's features extractor reads them as sets and grids instead of flattening them.
     messages = [
         str(w.message)
         for w in record

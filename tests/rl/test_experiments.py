@@ -1,4 +1,5 @@
-"""The experiments engine (``brick_gym.rl.experiment``) and its configs.
+"""The experiments (``experiments/*.toml``: they load, their variants pay what they say) and the engine that runs
+them (``brick_gym.rl.experiment``).
 
 The integration tests run the reward ablation at smoke size (2 variants × 1 seed + the baselines) once per module
 into a temporary folder with wandb offline, then read the runs back: the wandb run files (parsed record by record
@@ -19,7 +20,9 @@ import pytest
 pytest.importorskip("sb3_contrib")
 pytest.importorskip("wandb")
 
-from brick_gym.rl import experiment as ex
+from brick_gym.rl.experiment import main, run_experiment
+from brick_gym.rl.experiment_config import ExperimentConfig, VariantSkipped, load_config, reward_spec, validate
+from brick_gym.rl.wandb_log import read_wandb_run
 
 ROOT = Path(__file__).resolve().parents[2]
 ABLATION = ROOT / "experiments" / "reward_ablation.toml"
@@ -39,13 +42,13 @@ JUDGE_TERMS = ("vqa", "pairwise_design")
 VARIANTS = ("validity_only", "vlm_terms")
 
 
-# ----- configs --------------------------------------------------------------------------------------------------
+# ----- the experiment files -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", [ABLATION, BUILDER], ids=lambda p: p.stem)
 @pytest.mark.parametrize("size", ["smoke", "full"])
 def test_config_files_load(path: Path, size: str) -> None:
-    config = ex.load_config(path, size)
+    config = load_config(path, size)
     assert config.size == size
     assert config.variants and config.seeds
     assert set(config.baselines) == {"random", "greedy"}
@@ -56,59 +59,29 @@ def test_config_files_load(path: Path, size: str) -> None:
 
 
 def test_ablation_variants_and_rewards() -> None:
-    config = ex.load_config(ABLATION, "smoke")
+    config = load_config(ABLATION, "smoke")
     by_name = {v.name: v for v in config.variants}
     assert list(by_name) == ["validity_only", "joint_shaping", "dense_fidelity", "terminal_fidelity", "vlm_terms"]
-    spec = ex.reward_spec(by_name["validity_only"])
+    spec = reward_spec(by_name["validity_only"])
     weights = {t.name: w for t, w in spec.weights}
     assert weights == {name: (1.0 if name == "validity" else 0.0) for name in STANDARD_TERMS}
-    assert {t.name: w for t, w in ex.reward_spec(by_name["joint_shaping"]).weights}["new_joints"] > 0
-    assert {t.name: w for t, w in ex.reward_spec(by_name["dense_fidelity"]).weights}["fidelity_delta"] > 0
-    terminal = {t.name: w for t, w in ex.reward_spec(by_name["terminal_fidelity"]).weights}
+    assert {t.name: w for t, w in reward_spec(by_name["joint_shaping"]).weights}["new_joints"] > 0
+    assert {t.name: w for t, w in reward_spec(by_name["dense_fidelity"]).weights}["fidelity_delta"] > 0
+    terminal = {t.name: w for t, w in reward_spec(by_name["terminal_fidelity"]).weights}
     assert terminal["fidelity"] > 0 and terminal["fidelity_delta"] == 0
-    vlm = ex.reward_spec(by_name["vlm_terms"])
+    vlm = reward_spec(by_name["vlm_terms"])
     assert vlm.names == [*STANDARD_TERMS, *JUDGE_TERMS]
-    builder = ex.load_config(BUILDER, "smoke")
+    builder = load_config(BUILDER, "smoke")
     assert {v.encoding for v in builder.variants} == {"factored", "candidates"}
-
-
-def test_config_errors_name_the_problem() -> None:
-    base = {"name": "x", "variants": [{"name": "a", "rewards": {"validity": 1.0}}]}
-    ex.config_from_dict(base)
-    with pytest.raises(ValueError, match="total_timestep"):
-        ex.config_from_dict({**base, "train": {"total_timestep": 5}})
-    with pytest.raises(ValueError, match="unknown reward terms"):
-        ex.config_from_dict({**base, "variants": [{"name": "a", "rewards": {"validty": 1.0}}]})
-    with pytest.raises(ValueError, match="encoding"):
-        ex.config_from_dict({**base, "variants": [{"name": "a", "encoding": "graph"}]})
-    with pytest.raises(ValueError, match="expected an integer"):
-        ex.config_from_dict({**base, "seeds": ["0"]})
-    with pytest.raises(ValueError, match=r"sizes\.tiny"):
-        ex.config_from_dict(base, size="tiny")
-    merged = ex.config_from_dict({**base, "sizes": {"tiny": {"seeds": [3], "train": {"n_envs": 1}}}}, size="tiny")
-    assert merged.seeds == [3] and merged.train.n_envs == 1 and merged.train.n_steps == ex.TrainSection().n_steps
-
-
-def test_detect_wandb_mode(tmp_path: Path) -> None:
-    none = str(tmp_path / "missing-netrc")
-    assert ex.detect_wandb_mode("auto", {}, none) == "offline"
-    assert ex.detect_wandb_mode("auto", {"WANDB_API_KEY": "k"}, none) == "online"
-    assert ex.detect_wandb_mode("auto", {"WANDB_MODE": "disabled", "WANDB_API_KEY": "k"}, none) == "disabled"
-    assert ex.detect_wandb_mode("offline", {"WANDB_API_KEY": "k"}, none) == "offline"
-    rc = tmp_path / "netrc"
-    rc.write_text("machine api.wandb.ai\n  login user\n  password secret\n")
-    rc.chmod(0o600)
-    assert ex.detect_wandb_mode("auto", {}, str(rc)) == "online"
-    assert ex.detect_wandb_mode("auto", {"WANDB_BASE_URL": "https://wandb.example.org"}, str(rc)) == "offline"
 
 
 def test_missing_judge_module_skips_the_variant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "brick_gym.rewards.judge_terms", None)  # import now raises ImportError
-    config = ex.load_config(ABLATION, "smoke")
-    with pytest.raises(ex.VariantSkipped, match="vlm_terms"):
-        ex.reward_spec(next(v for v in config.variants if v.name == "vlm_terms"))
+    config = load_config(ABLATION, "smoke")
+    with pytest.raises(VariantSkipped, match="vlm_terms"):
+        reward_spec(next(v for v in config.variants if v.name == "vlm_terms"))
     config.baselines = []
-    summary = ex.run_experiment(config, tmp_path, variants=["vlm_terms"], progress=False, log=lambda _m: None)
+    summary = run_experiment(config, tmp_path, variants=["vlm_terms"], progress=False, log=lambda _m: None)
     assert "vlm_terms" in summary["skipped_variants"]
     assert not (tmp_path / "runs").exists()
     assert "Skipped variants" in (tmp_path / "summary.md").read_text()
@@ -122,17 +95,17 @@ def test_a_real_judge_backend_is_asked_over_loopback_http(tmp_path: Path) -> Non
     backend = ScriptedJudge(yes_or_first, model="tiny-vlm")
     server, _, url = serve_openai_compatible(backend)
     try:
-        config = ex.load_config(ABLATION, "smoke")
+        config = load_config(ABLATION, "smoke")
         config.baselines = []
         variant = next(v for v in config.variants if v.name == "vlm_terms")
         assert variant.judge is not None
         variant.judge.backend = f"openai:tiny-vlm@{url}"
         config.train.total_timesteps, config.train.n_steps = 64, 32
         config.eval.episodes, config.eval.curve_episodes, config.eval.every = 1, 0, 0
-        ex.validate(config)
+        validate(config)
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("WANDB_MODE", "offline")
-            ex.run_experiment(config, tmp_path, seeds=[0], variants=["vlm_terms"], progress=False, log=lambda _m: None)
+            run_experiment(config, tmp_path, seeds=[0], variants=["vlm_terms"], progress=False, log=lambda _m: None)
     finally:
         server.stop()
     asked = [len(r.images) for r in backend.requests]
@@ -141,69 +114,16 @@ def test_a_real_judge_backend_is_asked_over_loopback_http(tmp_path: Path) -> Non
     assert any(e["reward_terms"]["vqa"] > 0 for e in episodes if e["valid"])
 
 
-def test_a_malformed_judge_spec_is_a_config_error() -> None:
-    config = ex.load_config(ABLATION, "smoke")
-    variant = next(v for v in config.variants if v.name == "vlm_terms")
-    assert variant.judge is not None
-    variant.judge.backend = "openai:"
-    with pytest.raises(ValueError, match=r"vlm_terms.*judge\.backend.*unknown judge"):
-        ex.validate(config)
-
-
-def test_summary_reports_every_seed(tmp_path: Path) -> None:
-    config = ex.load_config(ABLATION, "smoke")
-    results = [
-        {
-            "name": "dense_fidelity",
-            "kind": "ppo",
-            "encoding": "candidates",
-            "seed": seed,
-            "metrics": {"fidelity": f, "valid_rate": 1.0, "pieces": 5.0, "steps_per_second": 50.0, "return": 1.0},
-        }
-        for seed, f in ((0, 0.1), (1, 0.2), (2, 0.3))
-    ]
-    summary = ex.summarise_experiment(config, results, {}, tmp_path)
-    row = summary["rows"][0]
-    assert row["fidelity"]["mean"] == pytest.approx(0.2) and row["fidelity"]["std"] == pytest.approx(0.1)
-    assert row["fidelity"]["values"] == [0.1, 0.2, 0.3]
-    md = (tmp_path / "summary.md").read_text()
-    assert "0.200 ± 0.100" in md
-    assert sum(line.startswith("| dense_fidelity | ") for line in md.splitlines()) == 1 + 3  # mean row + every seed
-    assert (tmp_path / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_paired_gains_compare_the_same_targets_seed_by_seed(tmp_path: Path) -> None:
-    config = ex.load_config(ABLATION, "smoke")
-
-    def result(name: str, kind: str, seed: int, episodes: list[float]) -> dict:
-        metrics = {"fidelity": sum(episodes) / 3, "valid_rate": 1.0, "pieces": 5.0, "steps_per_second": 9.0}
-        return {"name": name, "kind": kind, "encoding": "candidates", "seed": seed,
-                "metrics": {**metrics, "episode_fidelity": episodes}}  # fmt: skip
-
-    results = [
-        result("greedy-candidates", "baseline", 0, [0.9, 0.8, 1.0]),
-        result("dense_fidelity", "ppo", 0, [1.0, 0.8, 0.9]),
-        result("dense_fidelity", "ppo", 1, [1.0, 1.0, 1.0]),  # no greedy run with seed 1: compared with seed 0's
-    ]
-    summary = ex.summarise_experiment(config, results, {}, tmp_path)
-    (paired,) = summary["paired"]
-    assert (paired["variant"], paired["baseline"]) == ("dense_fidelity", "greedy-candidates")
-    assert paired["gain"]["values"] == pytest.approx([0.0, 0.1])
-    assert (paired["better"], paired["same"], paired["worse"]) == (3, 2, 1)
-    md = (tmp_path / "summary.md").read_text()
-    assert "| dense_fidelity | greedy-candidates | +0.050 ± 0.071 | +0.000, +0.100 | 3 / 2 / 1 |" in md
-
-
 # ----- the smoke ablation, run once ------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def ablation(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("ablation")
-    config = ex.load_config(ABLATION, "smoke")
+    config = load_config(ABLATION, "smoke")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("WANDB_MODE", "offline")
-        summary = ex.run_experiment(config, out, seeds=[0], variants=VARIANTS, progress=False, log=lambda _m: None)
+        summary = run_experiment(config, out, seeds=[0], variants=VARIANTS, progress=False, log=lambda _m: None)
     return {"out": out, "config": config, "summary": summary}
 
 
@@ -211,7 +131,7 @@ def _result(out: Path, name: str, seed: int = 0) -> dict:
     return json.loads((out / "runs" / name / f"seed-{seed}" / "result.json").read_text())
 
 
-def _run_names(config: ex.ExperimentConfig) -> list[str]:
+def _run_names(config: ExperimentConfig) -> list[str]:
     return [*VARIANTS, "random-candidates", "greedy-candidates"]
 
 
@@ -239,7 +159,7 @@ def test_wandb_offline_runs_log_every_reward_term(ablation: dict) -> None:
         info = result["wandb"]
         assert info["mode"] == "offline" and info["complete"]
         assert Path(info["dir"]).parent == out / "wandb"
-        run = ex.read_wandb_run(info["file"])
+        run = read_wandb_run(info["file"])
         assert run["exit_code"] == 0
         assert run["run"]["group"] == "reward_ablation" and run["run"]["name"] == f"{name}-0"
         expected = [*STANDARD_TERMS, *(JUDGE_TERMS if name == "vlm_terms" else ())]
@@ -296,9 +216,9 @@ def test_summary_files(ablation: dict) -> None:
 
 def test_same_seed_reproduces_eval_numbers(ablation: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WANDB_MODE", "disabled")
-    config = ex.load_config(ABLATION, "smoke")
+    config = load_config(ABLATION, "smoke")
     config.baselines = []
-    ex.run_experiment(config, tmp_path, seeds=[0], variants=["validity_only"], progress=False, log=lambda _m: None)
+    run_experiment(config, tmp_path, seeds=[0], variants=["validity_only"], progress=False, log=lambda _m: None)
     first, again = _result(ablation["out"], "validity_only"), _result(tmp_path, "validity_only")
 
     def numbers(result: dict) -> dict:
@@ -328,7 +248,7 @@ def test_second_invocation_skips_finished_runs(ablation: dict) -> None:
 def test_cli_rejects_a_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\n[[variants]]\nname = "a"\nrewards = { validty = 1.0 }\n')
-    assert ex.main([str(bad), "--size", "base", "--out", str(tmp_path / "out")]) == 2
+    assert main([str(bad), "--size", "base", "--out", str(tmp_path / "out")]) == 2
 
 
 def test_summary_only_summarises_finished_runs_and_runs_nothing(ablation: dict, tmp_path: Path) -> None:
@@ -337,7 +257,7 @@ def test_summary_only_summarises_finished_runs_and_runs_nothing(ablation: dict, 
     out = tmp_path / "copy"
     shutil.copytree(ablation["out"], out)
     before = sorted(p.relative_to(out) for p in (out / "runs").glob("*/seed-*/result.json"))
-    summary = ex.run_experiment(
+    summary = run_experiment(
         ablation["config"], out, seeds=[0, 1], variants=VARIANTS, progress=False, log=lambda _m: None, summary_only=True
     )
     assert sorted(p.relative_to(out) for p in (out / "runs").glob("*/seed-*/result.json")) == before  # none ran
