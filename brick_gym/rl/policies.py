@@ -12,11 +12,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from brick_gym.extras import require
+
 __all__ = ["candidate_policy", "dict_features_extractor", "policy_for"]
 
 
 def _torch() -> tuple[Any, Any]:
-    import torch
+    torch = require("torch", "the learned builders' policies")
     from torch import nn
 
     return torch, nn

@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from brick_gym.core.fileio import atomic_write_json
+from brick_gym.extras import require
 from brick_gym.rl.config import TrainConfig
 from brick_gym.rl.policies import policy_for
 
@@ -39,6 +40,7 @@ def make_env(env_id: str, seed: int = 0, stats_path: str | None = None, **kwargs
 
 def train(config: TrainConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train MaskablePPO with vectorised envs; writes checkpoints, the final model and ``result.json``."""
+    require("sb3_contrib", "train()")
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
     from stable_baselines3.common.callbacks import CheckpointCallback

@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from brick_gym.extras import require
+
 __all__ = ["WandbRun", "detect_wandb_mode", "git_commit", "package_versions", "read_wandb_run"]
 
 PACKAGES = ("brick-gym", "torch", "stable-baselines3", "sb3-contrib", "gymnasium", "numpy", "wandb")
@@ -189,12 +191,7 @@ class WandbRun:
         self.run = None
         if mode == "disabled":
             return
-        try:
-            import wandb
-        except ImportError as e:
-            raise RuntimeError(
-                "wandb is not installed: pip install 'brick-gym[experiments]' (or wandb.mode = 'disabled')"
-            ) from e
+        wandb = require("wandb", "wandb logging (set wandb.mode = 'disabled' to run without it)")
         self._wandb = wandb
         settings = wandb.Settings(console="off", silent=True, x_disable_stats=True, save_code=False)
         self.run = wandb.init(dir=str(out), mode=mode, settings=settings, **init)
