@@ -103,8 +103,9 @@ class JudgeRequest:
 class JudgeReply:
     """A backend's answer to one request: raw ``text`` plus who produced it.
 
-    ``cached`` is True when :class:`CachedJudge` served it from its file. ``p_yes`` optionally holds soft answers
-    (question number → P(yes)) from backends that can compute them; none of the built-in backends do yet.
+    ``cached`` is True when :class:`~brick_gym.judges.cache.CachedJudge` served it from its file. ``p_yes``
+    optionally holds soft answers (question number → P(yes)) from backends that can compute them; none of the
+    built-in backends do yet.
     """
 
     text: str
