@@ -45,8 +45,19 @@ OLD_PATHS: dict[str, tuple[str, ...]] = {
     "brick_gym.agents": (),
     "brick_gym.agents.adapter": ("brick_gym.llm.adapter",),
     "brick_gym.agents.tools": ("brick_gym.llm.tools",),
-    "brick_gym.agents.clients": ("brick_gym.llm.clients", "brick_gym.llm.messages", "brick_gym.endpoints"),
-    "brick_gym.agents.heuristic": ("brick_gym.llm.heuristic",),
+    "brick_gym.agents.clients": (
+        "brick_gym.llm.clients",
+        "brick_gym.llm.messages",
+        "brick_gym.llm.specs",
+        "brick_gym.endpoints",
+    ),
+    "brick_gym.agents.heuristic": (
+        "brick_gym.llm.heuristic.client",
+        "brick_gym.llm.heuristic.planner",
+        "brick_gym.llm.heuristic.blueprints",
+        "brick_gym.llm.heuristic.shapes",
+        "brick_gym.llm.heuristic.brief",
+    ),
     "brick_gym.agents.rl": ("brick_gym.rl.train", "brick_gym.rl.config", "brick_gym.rl.policies"),
     "brick_gym.agents.baselines": ("brick_gym.rl.baselines",),
     "brick_gym.agents.experiment": (
@@ -57,16 +68,20 @@ OLD_PATHS: dict[str, tuple[str, ...]] = {
         "brick_gym.rl.summary",
     ),
     "brick_gym.rewards.vlm": (
-        "brick_gym.judges.backends",
         "brick_gym.judges.requests",
+        "brick_gym.judges.backends",
         "brick_gym.judges.cache",
         "brick_gym.judges.server",
+        "brick_gym.endpoints",
     ),
     "brick_gym.rewards.judge": ("brick_gym.judges.pairwise",),
     "brick_gym.rewards.vqa": ("brick_gym.judges.vqa",),
     "brick_gym.rewards.vlm_terms": ("brick_gym.rewards.judge_terms",),
 }
 """Old dotted path -> the new modules that hold its names (first match wins)."""
+
+RENAMED: dict[str, str] = {"brick_gym.rewards.vlm.png_data_url": "image_data_url"}
+"""Old dotted name -> its name in the new homes, for the few names the restructure renamed."""
 
 
 class _SplitModule(types.ModuleType):
@@ -80,10 +95,11 @@ class _SplitModule(types.ModuleType):
     def __getattr__(self, attr: str) -> object:
         if attr.startswith("__"):
             raise AttributeError(attr)
+        name = RENAMED.get(f"{self.__name__}.{attr}", attr)
         for home in self._homes:
             module = importlib.import_module(home)
-            if hasattr(module, attr):
-                return getattr(module, attr)
+            if hasattr(module, name):
+                return getattr(module, name)
         raise AttributeError(f"{self.__name__!r} (deprecated) has no {attr!r}; it moved to one of {self._homes}")
 
 

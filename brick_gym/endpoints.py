@@ -1,9 +1,130 @@
-"""One way to build an ``openai.OpenAI`` client, for the LLM agent client and the VLM judge alike."""
+"""Talking to model endpoints, for the LLM chat clients and the VLM judges alike, so that both do it one way.
+
+* :func:`openai_client` and :class:`OpenAIEndpoint`: an OpenAI-compatible chat-completions endpoint (OpenAI,
+  vLLM, llama.cpp, Ollama, :func:`brick_gym.judges.server.serve_openai_compatible`), the base of
+  :class:`~brick_gym.llm.clients.OpenAIChatClient` and :class:`~brick_gym.judges.backends.OpenAIChatJudge`.
+* The retry policy (:func:`is_transient`, :func:`call_with_retries`): transient failures (rate limits, timeouts,
+  lost connections, HTTP 408/429 and 5xx) are retried with exponential backoff, honouring ``Retry-After``; any
+  other error is raised at once. The SDKs' own retries are switched off so that this policy is the only one.
+* Image encoding for requests (:func:`image_base64`, :func:`image_data_url`, :func:`image_url_part`): arrays as
+  PNG, files as they are.
+* :func:`dtype_kwargs`: the ``dtype`` keyword of transformers' ``from_pretrained``, whatever its version calls it.
+
+Nothing heavy is imported here: ``openai``, numpy, Pillow and transformers load inside the functions that need
+them, so that importing the chat clients or the judge backends stays cheap.
+"""
 
 from __future__ import annotations
 
+import base64
+import io
+import itertools
+import logging
 import os
-from typing import Any
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "OpenAIEndpoint",
+    "call_with_retries",
+    "dtype_kwargs",
+    "image_base64",
+    "image_data_url",
+    "image_url_part",
+    "is_transient",
+    "openai_client",
+]
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Retries
+# ----------------------------------------------------------------------------------------------------------------
+
+_TRANSIENT_NAMES = frozenset(
+    {
+        "APITimeoutError",
+        "APIConnectionError",
+        "RateLimitError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "OverloadedError",
+        "TimeoutException",
+        "ConnectError",
+        "ReadTimeout",
+        "ConnectTimeout",
+        "RemoteProtocolError",
+    }
+)
+
+
+def _status_of(exc: BaseException) -> int | None:
+    """The HTTP status an SDK error carries (on itself or its response), or None."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether an error is worth retrying: rate limit (429), timeouts (408, client timeouts), 5xx, lost connections.
+
+    Any other HTTP 4xx (bad request, auth, not found, too long a context) is not: retrying cannot fix it.
+    """
+    status = _status_of(exc)
+    if status is not None:
+        return status in (408, 429) or status >= 500
+    if isinstance(exc, TimeoutError | ConnectionError):
+        return True
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """The server's ``Retry-After`` (seconds) on an SDK error's response, or None."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def call_with_retries(
+    fn: Callable[[], T],
+    *,
+    max_retries: int = 5,
+    base_delay: float = 1.0,
+    max_delay: float = 60.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call ``fn``; on a transient error wait ``base_delay * 2**attempt`` (or the server's Retry-After, capped at
+    ``max_delay``) and try again, at most ``max_retries`` times. Non-transient errors propagate at once."""
+    for attempt in itertools.count():
+        try:
+            return fn()
+        except Exception as exc:
+            if attempt >= max_retries or not is_transient(exc):
+                raise
+            delay = _retry_after(exc)
+            delay = min(max_delay, delay if delay is not None else base_delay * 2**attempt)
+            logger.warning("transient error (%s: %s); retry %d in %.2fs", type(exc).__name__, exc, attempt + 1, delay)
+            sleep(delay)
+    raise AssertionError("unreachable")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# OpenAI-compatible endpoints
+# ----------------------------------------------------------------------------------------------------------------
 
 
 def openai_client(base_url: str | None, api_key: str | None, *, timeout: float, max_retries: int) -> Any:
@@ -13,3 +134,93 @@ def openai_client(base_url: str | None, api_key: str | None, *, timeout: float, 
 
     key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
     return openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
+
+
+class OpenAIEndpoint:
+    """Where a chat-completions endpoint is and how to call it: ``base_url`` (None: OpenAI itself), ``api_key``
+    (see :func:`openai_client`), ``timeout`` per request, and :func:`call_with_retries`'s ``max_retries`` and
+    ``retry_base_delay``; ``extra_body`` is for subclasses to merge into every request.
+
+    The SDK client is made on first use (thread-safely), with the SDK's own retries off; :meth:`create` is the
+    retried call. Every setting is a plain attribute, the client ``_client`` and the lock ``_lock``, so that
+    :mod:`brick_gym.rewards.judge_terms` can pickle a judge without them.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        retry_base_delay: float,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.retry_base_delay = retry_base_delay
+        self.extra_body = dict(extra_body) if extra_body else None
+        self._api_key = api_key
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        """The ``openai.OpenAI`` client (created on first use, with the SDK's own retries off)."""
+        with self._lock:
+            if self._client is None:
+                self._client = openai_client(self.base_url, self._api_key, timeout=self.timeout, max_retries=0)
+            return self._client
+
+    def create(self, **kwargs: Any) -> Any:
+        """``chat.completions.create(**kwargs)``, retried on transient errors."""
+        return call_with_retries(
+            lambda: self.client.chat.completions.create(**kwargs),
+            max_retries=self.max_retries,
+            base_delay=self.retry_base_delay,
+        )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Images
+# ----------------------------------------------------------------------------------------------------------------
+
+_MEDIA_TYPES = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp", ".gif": "image/gif"}
+
+
+def image_base64(image: str | os.PathLike[str] | np.ndarray) -> tuple[str, str]:
+    """(media type, base64 data) of an image file or an (H, W, 3) uint8 array (encoded as PNG, lossless)."""
+    if isinstance(image, str | os.PathLike):
+        path = Path(image)
+        return _MEDIA_TYPES.get(path.suffix.lower(), "image/png"), base64.b64encode(path.read_bytes()).decode("ascii")
+    import numpy as np
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(buf, format="PNG")
+    return "image/png", base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def image_data_url(image: str | os.PathLike[str] | np.ndarray) -> str:
+    """An image file or (H, W, 3) uint8 array as a ``data:`` URL (``data:image/png;base64,...`` for arrays)."""
+    media, data = image_base64(image)
+    return f"data:{media};base64,{data}"
+
+
+def image_url_part(image: str | os.PathLike[str] | np.ndarray) -> dict[str, Any]:
+    """An image as a chat-completions content part: ``{"type": "image_url", "image_url": {"url": data URL}}``."""
+    return {"type": "image_url", "image_url": {"url": image_data_url(image)}}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Local transformers models
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def dtype_kwargs(dtype: Any) -> dict[str, Any]:
+    """``{"dtype": dtype}`` for ``from_pretrained`` (transformers ≥ 4.56), ``{"torch_dtype": dtype}`` before."""
+    import transformers
+    from packaging.version import Version
+
+    new = Version(transformers.__version__).release >= (4, 56)
+    return {"dtype" if new else "torch_dtype": dtype}

@@ -224,7 +224,7 @@ def _adapter() -> Any:
 
 
 def _make_client(spec: str) -> Any:
-    from brick_gym.llm.clients import make_client
+    from brick_gym.llm.specs import make_client
 
     return make_client(spec)
 

@@ -194,7 +194,7 @@ def load_views(folder: Path, count: int = 8) -> list[np.ndarray] | None:
 
 def _ask(judge: Any, requests: Sequence[Any], parse: Callable[[str], Any]) -> list[tuple[str | None, Any, int]]:
     """(last reply text, parsed value or None, attempts) per request; unparsed ones asked up to RETRIES more times."""
-    from brick_gym.judges.backends import CachedJudge
+    from brick_gym.judges.cache import CachedJudge
 
     if not requests:
         return []
@@ -342,8 +342,9 @@ def score(
     """
     from brick_gym.bench.elo import leaderboard as elo_leaderboard
     from brick_gym.bench.runner import normalise_setting
-    from brick_gym.judges.backends import CachedJudge, judge_request, vqa_request
+    from brick_gym.judges.cache import CachedJudge
     from brick_gym.judges.pairwise import parse_judge_reply, tile_views
+    from brick_gym.judges.requests import judge_request, vqa_request
     from brick_gym.judges.vqa import parse_vqa_reply, score_vqa
 
     setting = normalise_setting(setting)

@@ -1,6 +1,6 @@
 """One BrickBench episode for a chat model: prompt → tool calls → assembly → ``model.mpd`` and a verdict.
 
-:func:`run_episode` plays the BrickBench protocol with any :class:`~brick_gym.llm.clients.ChatClient`:
+:func:`run_episode` plays the BrickBench protocol with any :class:`~brick_gym.llm.messages.ChatClient`:
 a system prompt (the setting's rules and a guide to the tools, :func:`system_prompt`), the brief as the first
 user message, then turns. Every tool call of a turn runs, in order, each answered by its own tool result (a
 call after ``finish`` is answered "the episode is over"; calls past the tool-call budget are answered "not run").
@@ -33,7 +33,7 @@ from typing import Any
 
 from brick_gym.core.fileio import atomic_write_json
 from brick_gym.core.rules import Inventory, Rules
-from brick_gym.llm.clients import ChatClient, Message, ToolCall
+from brick_gym.llm.messages import ChatClient, Message, ToolCall
 from brick_gym.llm.tools import ToolResult, ToolSession, tool_definitions
 
 __all__ = [

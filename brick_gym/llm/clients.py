@@ -1,12 +1,12 @@
 """Chat clients for the LLM adapter: one small protocol, several backends.
 
-A :class:`ChatClient` answers ``complete(messages, tools) -> AssistantTurn``. Messages use a neutral format
-(:class:`Message`: ``system`` / ``user`` / ``assistant`` / ``tool``, text plus images, tool calls and the id a
-tool result answers); tools are neutral definitions ``{"name", "description", "parameters"}`` (JSON Schema, see
-:func:`brick_gym.llm.tools.tool_definitions`). Each backend translates both into its provider's wire format:
+Every client answers :class:`~brick_gym.llm.messages.ChatClient`'s ``complete(messages, tools) -> AssistantTurn``
+in the neutral format of :mod:`brick_gym.llm.messages`; tools are neutral definitions ``{"name", "description",
+"parameters"}`` (JSON Schema, see :func:`brick_gym.llm.tools.tool_definitions`). Each backend translates both into
+its provider's wire format:
 
 * :class:`OpenAIChatClient` -- the official ``openai`` SDK against any chat-completions endpoint (OpenAI, vLLM,
-  llama.cpp server, Ollama, :func:`brick_gym.judges.backends.serve_openai_compatible`-style servers). Images are
+  llama.cpp server, Ollama, :func:`brick_gym.judges.server.serve_openai_compatible`-style servers). Images are
   PNG data URLs. The chat-completions protocol lets a ``tool`` message carry text only, so a tool result with
   images is sent as its text in the ``tool`` message, and its images follow in ONE ``user`` message placed after
   the whole run of tool messages of that turn (every tool message must directly follow the assistant message
@@ -18,142 +18,34 @@ tool result answers); tools are neutral definitions ``{"name", "description", "p
   Llama's ``<|python_tag|>`` and plain or fenced JSON objects. Text only: images are replaced by a note.
 * :class:`ScriptedClient` -- canned turns (or a policy function) for tests.
 
-Transient failures (rate limits, timeouts, connection errors, HTTP 408/429 and 5xx) are retried with exponential
-backoff (honouring ``Retry-After``); other 4xx errors are raised at once. The SDKs' own retries are switched off
-so that this policy is the only one. ``openai``, ``anthropic`` and ``transformers`` are imported lazily.
-
-:func:`make_client` builds a client from a spec string: ``heuristic``, ``scripted:PATH.json``,
-``openai:MODEL`` or ``openai:MODEL@BASE_URL``, ``anthropic:MODEL``, ``transformers:PATH``.
+Connection, retries and image encoding are :mod:`brick_gym.endpoints`' (shared with the OpenAI judge): transient
+failures are retried with exponential backoff (honouring ``Retry-After``), other 4xx errors are raised at once,
+and the SDKs' own retries are off. ``openai``, ``anthropic`` and ``transformers`` are imported lazily.
+:func:`brick_gym.llm.specs.make_client` builds a client from a spec string.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 import itertools
 import json
-import logging
 import os
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any
 
-import numpy as np
+from brick_gym.endpoints import OpenAIEndpoint, call_with_retries, dtype_kwargs, image_base64, image_url_part
+from brick_gym.llm.messages import AssistantTurn, Image, Message, ToolCall
 
 __all__ = [
     "AnthropicClient",
-    "AssistantTurn",
-    "ChatClient",
-    "Message",
     "OpenAIChatClient",
     "ScriptedClient",
-    "ToolCall",
     "TransformersChatClient",
     "anthropic_messages",
-    "call_with_retries",
-    "is_transient",
-    "make_client",
     "openai_messages",
     "parse_tool_calls",
 ]
-
-logger = logging.getLogger(__name__)
-T = TypeVar("T")
-
-Image = str | os.PathLike[str] | np.ndarray
-"""An image in a message: a PNG/JPEG file path, or an (H, W, 3) uint8 array."""
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Neutral message format
-# ----------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call of an assistant turn; ``arguments_json`` is the raw text the model produced (maybe invalid)."""
-
-    id: str
-    name: str
-    arguments_json: str
-
-    def to_json(self) -> dict[str, str]:
-        """``{"id", "name", "arguments"}``."""
-        return {"id": self.id, "name": self.name, "arguments": self.arguments_json}
-
-
-@dataclass
-class AssistantTurn:
-    """A model's reply: text, tool calls in order, token usage and cost (None when unknown)."""
-
-    text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
-    cost_usd: float | None = None
-    finish_reason: str | None = None
-
-
-@dataclass
-class Message:
-    """A neutral chat message.
-
-    ``role`` is ``system``, ``user``, ``assistant`` or ``tool``. Assistant messages carry ``tool_calls``; tool
-    messages answer one call (``tool_call_id``, ``name``) and may carry images (file paths or arrays);
-    ``is_error`` marks a refused or failed call.
-    """
-
-    role: str
-    text: str = ""
-    images: list[Image] = field(default_factory=list)
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    tool_call_id: str | None = None
-    name: str | None = None
-    is_error: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (image arrays are described, not inlined; paths are kept as strings)."""
-        d: dict[str, Any] = {"role": self.role, "text": self.text}
-        if self.images:
-            d["images"] = [
-                f"<array {'x'.join(map(str, img.shape))}>" if isinstance(img, np.ndarray) else str(img)
-                for img in self.images
-            ]
-        if self.tool_calls:
-            d["tool_calls"] = [c.to_json() for c in self.tool_calls]
-        if self.tool_call_id is not None:
-            d["tool_call_id"] = self.tool_call_id
-        if self.name is not None:
-            d["name"] = self.name
-        if self.is_error:
-            d["is_error"] = True
-        return d
-
-
-@runtime_checkable
-class ChatClient(Protocol):
-    """Anything that answers a conversation with one assistant turn."""
-
-    def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
-        """The next assistant turn for ``messages``, with ``tools`` (neutral definitions) available."""
-        ...
-
-
-def image_base64(image: Image) -> tuple[str, str]:
-    """(media type, base64 data) of an image file or an (H, W, 3) uint8 array (encoded as PNG)."""
-    if isinstance(image, np.ndarray):
-        from PIL import Image as PILImage
-
-        buf = io.BytesIO()
-        PILImage.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(buf, format="PNG")
-        return "image/png", base64.b64encode(buf.getvalue()).decode("ascii")
-    path = Path(image)
-    media = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp", ".gif": "image/gif"}.get(
-        path.suffix.lower(), "image/png"
-    )
-    return media, base64.b64encode(path.read_bytes()).decode("ascii")
 
 
 def _arguments_object(arguments_json: str) -> dict[str, Any]:
@@ -167,81 +59,6 @@ def _arguments_object(arguments_json: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {"_raw": arguments_json}
     return value if isinstance(value, dict) else {"_raw": arguments_json}
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Retries
-# ----------------------------------------------------------------------------------------------------------------
-
-_TRANSIENT_NAMES = frozenset(
-    {
-        "APITimeoutError",
-        "APIConnectionError",
-        "RateLimitError",
-        "InternalServerError",
-        "ServiceUnavailableError",
-        "OverloadedError",
-        "TimeoutException",
-        "ConnectError",
-        "ReadTimeout",
-        "ConnectTimeout",
-        "RemoteProtocolError",
-    }
-)
-
-
-def _status_of(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether an error is worth retrying: rate limit (429), timeouts (408, client timeouts), 5xx, lost connections.
-
-    Any other HTTP 4xx (bad request, auth, not found, too long a context) is not: retrying cannot fix it.
-    """
-    status = _status_of(exc)
-    if status is not None:
-        return status in (408, 429) or status >= 500
-    if isinstance(exc, TimeoutError | ConnectionError):
-        return True
-    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if not headers:
-        return None
-    value = headers.get("retry-after") or headers.get("Retry-After")
-    try:
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def call_with_retries(
-    fn: Callable[[], T],
-    *,
-    max_retries: int = 5,
-    base_delay: float = 1.0,
-    max_delay: float = 60.0,
-    sleep: Callable[[float], None] = time.sleep,
-) -> T:
-    """Call ``fn``; on a transient error wait ``base_delay * 2**attempt`` (or the server's Retry-After, capped at
-    ``max_delay``) and try again, at most ``max_retries`` times. Non-transient errors propagate at once."""
-    for attempt in itertools.count():
-        try:
-            return fn()
-        except Exception as exc:
-            if attempt >= max_retries or not is_transient(exc):
-                raise
-            delay = _retry_after(exc)
-            delay = min(max_delay, delay if delay is not None else base_delay * 2**attempt)
-            logger.warning("transient error (%s: %s); retry %d in %.2fs", type(exc).__name__, exc, attempt + 1, delay)
-            sleep(delay)
-    raise AssertionError("unreachable")
 
 
 def _cost(usage: Mapping[str, int], prices: tuple[float, float] | None) -> float | None:
@@ -273,7 +90,7 @@ def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         elif m.role == "user":
             if m.images:
                 parts: list[dict[str, Any]] = [{"type": "text", "text": m.text}] if m.text else []
-                parts += [_openai_image(img) for img in m.images]
+                parts += [image_url_part(img) for img in m.images]
                 out.append({"role": "user", "content": parts})
             else:
                 out.append({"role": "user", "content": m.text})
@@ -293,25 +110,21 @@ def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.text})
             if m.images:
                 pending.append({"type": "text", "text": f"Images returned by tool call {m.tool_call_id} ({m.name}):"})
-                pending.extend(_openai_image(img) for img in m.images)
+                pending.extend(image_url_part(img) for img in m.images)
         else:
             raise ValueError(f"unknown message role {m.role!r}")
     flush()
     return out
 
 
-def _openai_image(image: Image) -> dict[str, Any]:
-    media, data = image_base64(image)
-    return {"type": "image_url", "image_url": {"url": f"data:{media};base64,{data}"}}
-
-
-class OpenAIChatClient:
+class OpenAIChatClient(OpenAIEndpoint):
     """A chat-completions endpoint through the official ``openai`` SDK (OpenAI, vLLM, llama.cpp, Ollama...).
 
     ``base_url`` None means OpenAI itself; ``api_key`` defaults to ``$OPENAI_API_KEY`` or ``"EMPTY"`` (what local
     servers accept). ``prices`` = (USD per million prompt tokens, per million completion tokens) gives
     ``cost_usd``; without it the cost is taken from ``usage.cost`` when the server reports one, else None.
-    ``extra_body`` is merged into every request (e.g. ``{"chat_template_kwargs": {...}}`` for vLLM).
+    ``extra_body`` is merged into every request (e.g. ``{"chat_template_kwargs": {...}}`` for vLLM). Connection
+    and retries are :class:`~brick_gym.endpoints.OpenAIEndpoint`'s.
     """
 
     def __init__(
@@ -328,30 +141,15 @@ class OpenAIChatClient:
         prices: tuple[float, float] | None = None,
         retry_base_delay: float = 1.0,
     ) -> None:
+        super().__init__(base_url, api_key, timeout, max_retries, retry_base_delay, extra_body)
         self.model = model
-        self.base_url = base_url
-        self.max_retries = max_retries
-        self.timeout = timeout
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.extra_body = dict(extra_body) if extra_body else None
         self.prices = prices
-        self.retry_base_delay = retry_base_delay
-        self._api_key = api_key
-        self._client: Any = None
         self._ids = itertools.count()
 
     def __repr__(self) -> str:
         return f"OpenAIChatClient(model={self.model!r}, base_url={self.base_url!r})"
-
-    @property
-    def client(self) -> Any:
-        """The ``openai.OpenAI`` client (created on first use, with the SDK's own retries off)."""
-        if self._client is None:
-            from brick_gym.endpoints import openai_client
-
-            self._client = openai_client(self.base_url, self._api_key, timeout=self.timeout, max_retries=0)
-        return self._client
 
     def request(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for this conversation."""
@@ -368,12 +166,7 @@ class OpenAIChatClient:
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
         """One chat-completions request (retried on transient errors)."""
-        kwargs = self.request(messages, tools)
-        resp = call_with_retries(
-            lambda: self.client.chat.completions.create(**kwargs),
-            max_retries=self.max_retries,
-            base_delay=self.retry_base_delay,
-        )
+        resp = self.create(**self.request(messages, tools))
         if not resp.choices:
             raise RuntimeError("the server returned no choices")
         choice = resp.choices[0]
@@ -633,7 +426,7 @@ class TransformersChatClient:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, revision=self.revision)
-            kwargs: dict[str, Any] = {"dtype": self.dtype, "revision": self.revision}
+            kwargs: dict[str, Any] = {**dtype_kwargs(self.dtype), "revision": self.revision}
             if self.device_map:
                 kwargs["device_map"] = self.device_map
             self.model = AutoModelForCausalLM.from_pretrained(self.model_path, **kwargs)
@@ -750,39 +543,3 @@ class ScriptedClient:
             )
         usage = dict(item.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0})
         return AssistantTurn(str(item.get("text", "")), calls, usage, item.get("cost_usd"))
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Factory
-# ----------------------------------------------------------------------------------------------------------------
-
-
-def make_client(spec: str) -> ChatClient:
-    """A client from a spec string.
-
-    ``heuristic`` (the built-in rule-based builder), ``scripted:PATH.json`` (:meth:`ScriptedClient.from_file`),
-    ``openai:MODEL`` or ``openai:MODEL@BASE_URL`` (e.g. ``openai:qwen3@http://localhost:8000/v1``; the model
-    name may contain ``:``, as Ollama's do), ``anthropic:MODEL``, ``transformers:PATH`` (a local model folder).
-    """
-    kind, _, rest = spec.strip().partition(":")
-    kind = kind.lower()
-    if kind == "heuristic":
-        from brick_gym.llm.heuristic import HeuristicClient
-
-        return HeuristicClient()
-    if not rest:
-        raise ValueError(f"client spec {spec!r} needs a value after ':' (e.g. 'openai:gpt-4o')")
-    if kind == "scripted":
-        return ScriptedClient.from_file(rest)
-    if kind == "openai":
-        m = re.match(r"^(.*?)@(https?://.+)$", rest)
-        model, base_url = (m.group(1), m.group(2)) if m else (rest, None)
-        return OpenAIChatClient(model, base_url=base_url)
-    if kind == "anthropic":
-        return AnthropicClient(rest)
-    if kind == "transformers":
-        return TransformersChatClient(rest)
-    raise ValueError(
-        f"unknown client kind {kind!r} in {spec!r}; use heuristic, scripted:PATH.json, openai:MODEL[@BASE_URL], "
-        "anthropic:MODEL or transformers:PATH"
-    )

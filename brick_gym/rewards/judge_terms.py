@@ -1,11 +1,11 @@
 """Terminal reward terms scored by a vision-language judge: BrickBench VQA and the pairwise judge.
 
 Both plug into :class:`~brick_gym.rewards.terms.RewardSpec` like the standard terms (``name``, ``terminal=True``,
-``__call__(ctx) -> float``) and work with any :class:`~brick_gym.judges.backends.JudgeBackend`: a
+``__call__(ctx) -> float``) and work with any :class:`~brick_gym.judges.requests.JudgeBackend`: a
 :class:`~brick_gym.judges.backends.ScriptedJudge` in tests and smoke runs, a local
 :class:`~brick_gym.judges.backends.TransformersJudge`, or an :class:`~brick_gym.judges.backends.OpenAIChatJudge` pointed
 at a shared server (the sensible choice for many envs: one model, many clients). ``cache=PATH`` wraps the backend
-in a :class:`~brick_gym.judges.backends.CachedJudge`, so an assembly seen before (same pixels) is never asked twice.
+in a :class:`~brick_gym.judges.cache.CachedJudge`, so an assembly seen before (same pixels) is never asked twice.
 
 * :class:`VQATerm` renders the assembly's views, asks ONE VQA request (images, then the question prompt) and pays
   the dependency-gated score. An unparsed reply is asked again ``retries`` times and then pays 0.0 (BrickBench
@@ -37,19 +37,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from brick_gym.judges.backends import (
+from brick_gym.judges.backends import OpenAIChatJudge, ScriptedJudge, TransformersJudge
+from brick_gym.judges.cache import CachedJudge
+from brick_gym.judges.pairwise import JUDGE_QUESTIONS, build_judge_prompt, pairwise_outcome, parse_judge_reply
+from brick_gym.judges.requests import (
     DEFAULT_MAX_NEW_TOKENS,
-    CachedJudge,
     JudgeBackend,
     JudgeReply,
     JudgeRequest,
-    OpenAIChatJudge,
-    ScriptedJudge,
-    TransformersJudge,
     judge_request,
     vqa_request,
 )
-from brick_gym.judges.pairwise import JUDGE_QUESTIONS, build_judge_prompt, pairwise_outcome, parse_judge_reply
 from brick_gym.judges.vqa import Question, QuestionGraph, parse_vqa_reply, score_vqa, soft_gated
 
 if TYPE_CHECKING:

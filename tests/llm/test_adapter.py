@@ -1,26 +1,16 @@
-"""The LLM adapter loop with scripted clients, and the built-in heuristic agent in every setting."""
+"""The LLM adapter loop with scripted clients: tool calls in order, budgets, errors, renders, transcripts."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-
-from brick_gym.core.colours import colour
 from brick_gym.core.modelfile import load
-from brick_gym.core.rules import Inventory, Rules
+from brick_gym.core.rules import Inventory
 from brick_gym.llm.adapter import NUDGE, BenchTask, EpisodeConfig, load_tasks, run_episode, system_prompt
-from brick_gym.llm.clients import (
-    AnthropicClient,
-    AssistantTurn,
-    OpenAIChatClient,
-    ScriptedClient,
-    ToolCall,
-    TransformersChatClient,
-    make_client,
-)
-from brick_gym.llm.heuristic import COLOUR_WORDS, HeuristicClient, plan_build, read_brief
+from brick_gym.llm.clients import ScriptedClient
+from brick_gym.llm.messages import AssistantTurn, ToolCall
+from brick_gym.llm.specs import make_client
 
 FAST = EpisodeConfig(render=False)
 
@@ -225,91 +215,6 @@ def test_system_prompt_states_setting_rules_and_tools() -> None:
 def test_load_tasks(shared_data: Path) -> None:
     tasks = load_tasks(shared_data / "sample-model-tasks.json")
     assert tasks and tasks[0].id and tasks[0].prompt and tasks[0].questions[0]["key"]
-
-
-# ----- clients -----------------------------------------------------------------------------------------------------
-
-
-def test_make_client_specs(tmp_path: Path) -> None:
-    assert isinstance(make_client("heuristic"), HeuristicClient)
-    script = tmp_path / "s.json"
-    script.write_text(json.dumps([{"tool_calls": [{"name": "finish", "arguments": {}}]}]))
-    scripted = make_client(f"scripted:{script}")
-    assert isinstance(scripted, ScriptedClient) and scripted.complete([], []).tool_calls[0].name == "finish"
-    local = make_client("openai:llama3.1:8b@http://localhost:11434/v1")
-    assert isinstance(local, OpenAIChatClient) and (local.model, local.base_url) == (
-        "llama3.1:8b",
-        "http://localhost:11434/v1",
-    )
-    hosted = make_client("openai:gpt-4o")
-    assert isinstance(hosted, OpenAIChatClient) and hosted.base_url is None
-    assert isinstance(make_client("anthropic:claude-sonnet-4-5"), AnthropicClient)
-    tf = make_client("transformers:/models/qwen")
-    assert isinstance(tf, TransformersChatClient) and tf.model is None  # lazy: nothing loaded
-    for bad in ("gemini:x", "openai", "openai:"):
-        with pytest.raises(ValueError):
-            make_client(bad)
-
-
-# ----- the heuristic agent ---------------------------------------------------------------------------------------
-
-
-def test_brief_lexicon() -> None:
-    for name in set(COLOUR_WORDS.values()):
-        colour(name)  # every target is a BrickNet colour
-    b = read_brief("A red and white lighthouse on a rocky island, with two dark blue boats.")
-    assert b.colours == ("red", "white", "dark blue") and b.blueprints == ("lighthouse", "boat")
-    assert b.by_blueprint == {"lighthouse": ("red", "white"), "boat": ("dark blue",)}
-    assert read_brief("Three grey elephants").blueprints == ("animal",)
-    assert read_brief("an abstract idea").blueprints == ()
-
-
-def test_heuristic_model_setting_is_valid(tmp_path: Path) -> None:
-    res = run_episode(BenchTask("model-h", "a red and white lighthouse"), HeuristicClient(), tmp_path, FAST)
-    assert res.stop_reason == "finish" and res.valid, res.report
-    assert 20 <= res.pieces <= 400 and res.tool_errors == {}
-    colours = {p.colour for p in load(tmp_path / "model.mpd").assembly}
-    assert {colour("red").code, colour("white").code} <= colours
-    first_call = next(r for r in tool_results(tmp_path))
-    assert first_call["name"] == "inventory_left"
-    # deterministic
-    rules = Rules.for_setting("model")
-    assert (
-        plan_build("a red and white lighthouse", rules).calls == plan_build("a red and white lighthouse", rules).calls
-    )
-
-
-def test_heuristic_set_setting_reaches_400_valid(tmp_path: Path) -> None:
-    config = EpisodeConfig(setting="set", render=False)
-    res = run_episode(BenchTask("set-h", "a castle with a tree"), HeuristicClient(), tmp_path, config)
-    assert res.stop_reason == "finish" and res.valid, res.report
-    assert 400 <= res.pieces <= 4000
-    assert res.turns < 300 and res.tool_errors == {} and res.report["setting"] == "set"
-
-
-def test_heuristic_alt_build_uses_only_stock(tmp_path: Path, altbuild_inventory_path: Path) -> None:
-    if not altbuild_inventory_path.exists():
-        pytest.skip("alt-build inventory not available")
-    config = EpisodeConfig(setting="alt-build", inventory=str(altbuild_inventory_path), render=False)
-    res = run_episode(BenchTask("alt-h", "a small white house with a red roof"), HeuristicClient(), tmp_path, config)
-    assert res.stop_reason == "finish" and res.valid, res.report
-    assert res.pieces >= 40 and res.tool_errors == {}
-    assert not [i for i in res.report["issues"] if i["kind"] == "stock"]
-
-
-@pytest.mark.parametrize("prompt", ["a blue car", "a robot", "a brown horse", "a wooden bridge over a river", "a boat"])
-def test_heuristic_blueprints_are_valid(prompt: str) -> None:
-    """Every placement of a plan succeeds on a fresh session and the result passes the full check."""
-    from brick_gym.llm.tools import ToolSession
-
-    rules = Rules.for_setting("model")
-    plan = plan_build(prompt, rules)
-    session = ToolSession(rules=rules)
-    for name, args in plan.calls:
-        result = session.call(name, args)
-        assert result.ok, result.text
-    assert plan.pieces == len(session.assembly) >= 10
-    assert session.call("check").data["valid"], session.call("check").text
 
 
 def test_transcripts_read_back_and_malformed_ones_name_the_line(tmp_path: Path, capsys) -> None:

@@ -17,8 +17,10 @@ import brick_gym.envs  # noqa: F401  (registers the ids)
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.examples import readme_wall, translation
 from brick_gym.core.validity import check
-from brick_gym.judges.backends import CachedJudge, JudgeReply, ScriptedJudge, yes_to_all
+from brick_gym.judges.backends import ScriptedJudge, yes_to_all
+from brick_gym.judges.cache import CachedJudge
 from brick_gym.judges.pairwise import tile_views
+from brick_gym.judges.requests import JudgeReply
 from brick_gym.judges.vqa import build_vqa_prompt
 from brick_gym.render import RenderSettings, render_views
 from brick_gym.rewards.judge_terms import DEFAULT_VQA_PROMPT, PairwiseTerm, VQATerm, default_vqa_graph

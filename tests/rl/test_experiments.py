@@ -90,7 +90,8 @@ def test_missing_judge_module_skips_the_variant(tmp_path: Path, monkeypatch: pyt
 def test_a_real_judge_backend_is_asked_over_loopback_http(tmp_path: Path) -> None:
     """``judge.backend = "openai:MODEL@URL"``: the VQA and pairwise terms ask an OpenAI-compatible server (here a
     scripted backend served on loopback) and are paid from its answers."""
-    from brick_gym.judges.backends import ScriptedJudge, serve_openai_compatible, yes_or_first
+    from brick_gym.judges.backends import ScriptedJudge, yes_or_first
+    from brick_gym.judges.server import serve_openai_compatible
 
     backend = ScriptedJudge(yes_or_first, model="tiny-vlm")
     server, _, url = serve_openai_compatible(backend)

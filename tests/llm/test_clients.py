@@ -1,4 +1,5 @@
-"""End to end over real HTTP: the official SDKs talk to loopback servers that speak each provider's protocol.
+"""The chat clients: end to end over real HTTP, where the official SDKs talk to loopback servers that speak each
+provider's protocol, then message conversion and local-model parsing.
 
 The OpenAI test plays a whole episode through :class:`OpenAIChatClient` against a stdlib server on 127.0.0.1
 whose scripted policy makes every kind of mistake (broken JSON, an unknown tool, bad arguments, a collision),
@@ -22,15 +23,12 @@ from brick_gym.core.modelfile import load
 from brick_gym.llm.adapter import BenchTask, EpisodeConfig, run_episode
 from brick_gym.llm.clients import (
     AnthropicClient,
-    Message,
     OpenAIChatClient,
-    ToolCall,
     anthropic_messages,
-    call_with_retries,
-    is_transient,
     openai_messages,
     parse_tool_calls,
 )
+from brick_gym.llm.messages import Message, ToolCall
 from brick_gym.llm.tools import tool_names
 
 Reply = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
@@ -188,30 +186,6 @@ def test_openai_client_retries_transient_errors_only() -> None:
         with pytest.raises(Exception, match="context too long"):
             client.complete([Message("user", "hi")], [])
         assert len(received) == 1  # a 4xx is never retried
-
-
-def test_retry_policy() -> None:
-    class Status(Exception):
-        def __init__(self, code: int) -> None:
-            super().__init__(f"HTTP {code}")
-            self.status_code = code
-
-    assert is_transient(Status(429)) and is_transient(Status(503)) and is_transient(Status(408))
-    assert not is_transient(Status(400)) and not is_transient(Status(401)) and not is_transient(ValueError("x"))
-    assert is_transient(TimeoutError()) and is_transient(ConnectionResetError())
-    attempts, waits = [], []
-
-    def fn() -> str:
-        attempts.append(1)
-        if len(attempts) < 3:
-            raise Status(502)
-        return "ok"
-
-    assert call_with_retries(fn, max_retries=5, base_delay=1.0, sleep=waits.append) == "ok"
-    assert waits == [1.0, 2.0]
-    with pytest.raises(Status):
-        call_with_retries(lambda: (_ for _ in ()).throw(Status(500)), max_retries=2, sleep=waits.append)
-    assert waits[2:] == [1.0, 2.0]
 
 
 def test_anthropic_sdk_episode_over_loopback(tmp_path: Path) -> None:

@@ -1,0 +1,496 @@
+"""Blueprints: how each subject is built, as stud-grid layers of coloured cells, and the palette a brief gives it.
+
+A :class:`Blueprint` turns a :class:`Region` of the base, a scale and a :data:`Palette` (role → colour) into
+:class:`Layer` s, bottom up; it says nothing about parts, which the planner chooses when it tiles each layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from brick_gym.llm.heuristic.brief import ANIMAL_COLOURS, Brief
+from brick_gym.llm.heuristic.shapes import Cell
+
+__all__ = [
+    "BLUEPRINTS",
+    "Blueprint",
+    "Layer",
+    "LayerMaker",
+    "Palette",
+    "Region",
+    "paint",
+    "palette_for",
+    "rect",
+    "ring",
+]
+
+
+@dataclass
+class Layer:
+    """Cells to cover at one step of a blueprint, each with a colour, covered with parts of one ``kind``.
+
+    ``facing`` orients slopes (the way the sloped face looks: ``-z`` front, ``+z`` back, ``-x``, ``+x``) and
+    ridges (``x`` or ``z``: the direction the ridge line runs).
+    """
+
+    cells: dict[Cell, str]
+    kind: str = "brick"
+    facing: str | None = None
+
+
+def rect(x0: int, z0: int, w: int, d: int) -> list[Cell]:
+    """Cells of a w (x) by d (z) rectangle with its corner at (x0, z0)."""
+    return [(x, z) for z in range(z0, z0 + d) for x in range(x0, x0 + w)]
+
+
+def ring(x0: int, z0: int, w: int, d: int, t: int = 1) -> list[Cell]:
+    """Cells of a rectangle's border, ``t`` cells thick."""
+    if w <= 2 * t or d <= 2 * t:
+        return rect(x0, z0, w, d)
+    inner = set(rect(x0 + t, z0 + t, w - 2 * t, d - 2 * t))
+    return [c for c in rect(x0, z0, w, d) if c not in inner]
+
+
+def paint(cells: Iterable[Cell], colour: str) -> dict[Cell, str]:
+    """Every cell in one colour."""
+    return dict.fromkeys(cells, colour)
+
+
+@dataclass(frozen=True)
+class Region:
+    """Where a blueprint may build: a w x d rectangle of stud cells with its corner at (x0, z0)."""
+
+    x0: int
+    z0: int
+    w: int
+    d: int
+
+    def centred(self, w: int, d: int) -> tuple[int, int]:
+        """Corner of a w x d rectangle centred in the region."""
+        return self.x0 + (self.w - w) // 2, self.z0 + (self.d - d) // 2
+
+
+Palette = dict[str, str]
+"""Role (``main``, ``second``, ``roof``...) → BrickNet colour name."""
+
+
+def _even(n: int) -> int:
+    return n - n % 2
+
+
+def _wall(r: Region, s: int, pal: Palette) -> list[Layer]:
+    length = max(4, r.w)
+    t = 2
+    x0, z0 = r.centred(length, t)
+    layers = [Layer(paint(rect(x0, z0, length, t), pal["main"])) for _ in range(5 * s)]
+    crenel = [c for c in rect(x0, z0, length, t) if (c[0] - x0) % 4 < 2]
+    layers.append(Layer(paint(crenel, pal["second"] if pal["second"] != "white" else pal["main"])))
+    return layers
+
+
+def _tower(r: Region, s: int, pal: Palette, lighthouse: bool) -> list[Layer]:
+    side = max(2, min(4 * s, _even(min(r.w, r.d) - 2)))
+    x0, z0 = r.centred(side, side)
+    t = 1 if side <= 4 else 2
+    layers = []
+    levels = 9 * s
+    for lv in range(levels):
+        colour = pal["main"]
+        if lighthouse:
+            colour = pal["main"] if (lv // 2) % 2 == 0 else pal["second"]
+        elif lv >= levels - 2:
+            colour = pal["accent"]
+        layers.append(Layer(paint(ring(x0, z0, side, side, t), colour)))
+    g = min(side + 2, r.w, r.d)
+    gx, gz = r.centred(g, g)
+    layers.append(Layer(paint(rect(gx, gz, g, g), pal["dark"]), "plate"))
+    if lighthouse:
+        lw = max(2, side // 2)
+        lx, lz = r.centred(lw, lw)
+        for _ in range(2 * s):
+            layers.append(Layer(paint(ring(lx, lz, lw, lw), pal["window"]), "round" if lw == 2 else "brick"))
+        layers.append(Layer(paint(rect(lx - 1, lz - 1, lw + 2, lw + 2), pal["main"]), "plate"))
+        layers.append(Layer(paint(rect(lx, lz, lw, lw), pal["main"]), "round" if lw == 2 else "brick"))
+    else:
+        crenel = [c for c in ring(gx, gz, g, g) if (c[0] + c[1]) % 2 == 0]
+        layers.append(Layer(paint(crenel, pal["main"])))
+    return layers
+
+
+def _house(r: Region, s: int, pal: Palette) -> list[Layer]:
+    w = max(4, min(r.w, 10 * s))
+    d = max(4, _even(min(r.d, 8 if s == 1 else 14)))
+    x0, z0 = r.centred(w, d)
+    walls = 5 if s == 1 else 8
+    door_w = 2 if s == 1 else 4
+    door = set(rect(x0 + (w - door_w) // 2, z0, door_w, 1))
+    layers = []
+    for lv in range(walls):
+        cells: dict[Cell, str] = {}
+        for c in ring(x0, z0, w, d):
+            if c in door and lv < walls - 2:
+                continue
+            corner = c[0] in (x0, x0 + w - 1) and c[1] in (z0, z0 + d - 1)
+            along = c[0] - x0 if c[1] in (z0, z0 + d - 1) else c[1] - z0
+            window = 1 <= lv <= walls - 3 and not corner and c not in door and along % 3 == 1
+            cells[c] = pal["window"] if window else pal["main"]
+        layers.append(Layer(cells))
+    rows = d // 2 - 1
+    for k in range(rows):
+        layers.append(Layer(paint(rect(x0, z0 + k, w, 2), pal["roof"]), "slope", "-z"))
+        layers.append(Layer(paint(rect(x0, z0 + d - 2 - k, w, 2), pal["roof"]), "slope", "+z"))
+        gable = [(x, z) for x in (x0, x0 + w - 1) for z in range(z0 + k + 2, z0 + d - k - 2)]
+        if gable:
+            layers.append(Layer(paint(gable, pal["main"])))
+    layers.append(Layer(paint(rect(x0, z0 + rows, w, 2), pal["roof"]), "ridge", "x"))
+    return layers
+
+
+def _tree(r: Region, s: int, pal: Palette) -> list[Layer]:
+    ts = 2
+    canopy = max(2, min(_even(min(r.w, r.d)), 6 if s == 1 else 10))
+    x0, z0 = r.centred(ts, ts)
+    layers = [Layer(paint(rect(x0, z0, ts, ts), pal["trunk"])) for _ in range(4 * s)]
+    cx, cz = r.centred(canopy, canopy)
+    layers.append(Layer(paint(rect(cx, cz, canopy, canopy), pal["leaf"]), "plate"))
+    size = canopy
+    repeat = 2
+    while size >= 2:
+        x, z = r.centred(size, size)
+        for _ in range(repeat):
+            layers.append(Layer(paint(rect(x, z, size, size), pal["leaf"])))
+        size -= 2
+        repeat = 1
+    return layers
+
+
+def _car(r: Region, s: int, pal: Palette) -> list[Layer]:
+    length = max(6, min(r.w, 8 if s == 1 else 12))
+    width = max(4, _even(min(r.d, 4 if s == 1 else 6)))
+    x0, z0 = r.centred(length, width)
+    wheels: dict[Cell, str] = {}
+    for wx in (x0 + 1, x0 + length - 3):
+        for wz in (z0, z0 + width - 2):
+            wheels.update(paint(rect(wx, wz, 2, 2), pal["tyre"]))
+    layers = [Layer(wheels, "round"), Layer(paint(rect(x0, z0, length, width), pal["dark"]), "plate")]
+    body = paint(rect(x0, z0, length, width), pal["main"])
+    layers.append(Layer(body))
+    lights = dict(body)
+    for z in (z0, z0 + width - 1):  # headlights at the front (+x) corners
+        lights[(x0 + length - 1, z)] = pal["light"]
+    layers.append(Layer(lights))
+    cab = max(3, length // 2)
+    cx = x0 + (length - cab) // 2 - (1 if length > 6 else 0)
+    layers.append(Layer(paint(rect(cx, z0, cab, width), pal["window"])))
+    layers.append(Layer(paint(rect(cx, z0, cab, width), pal["second"]), "plate"))
+    return layers
+
+
+def _bridge(r: Region, s: int, pal: Palette) -> list[Layer]:
+    length = max(6, r.w)
+    bw = max(2, min(_even(r.d), 4 if s == 1 else 6))
+    x0, z0 = r.centred(length, bw)
+    piers = sorted({*range(r.x0, r.x0 + length - 2, 6), r.x0 + length - 2})
+    pier_cells = [c for px in piers for c in rect(px, z0, 2, bw)]
+    water = [c for c in rect(r.x0 + 2, r.z0, length - 4, r.d) if c not in set(pier_cells)]
+    layers = [Layer(paint(water, pal["water"]), "plate")]
+    layers += [Layer(paint(pier_cells, pal["stone"])) for _ in range(3 * s)]
+    layers.append(Layer(paint(rect(x0, z0, length, bw), pal["main"]), "plate"))
+    rail = [c for c in rect(x0, z0, length, bw) if c[1] in (z0, z0 + bw - 1)]
+    layers.append(Layer(paint(rail, pal["second"])))
+    posts = [c for c in rail if (c[0] - x0) % 3 == 0]
+    layers.append(Layer(paint(posts, pal["second"])))
+    return layers
+
+
+def _boat(r: Region, s: int, pal: Palette) -> list[Layer]:
+    length = max(6, min(r.w, 10 * s))
+    width = max(4, _even(min(r.d, 4 * s)))
+    x0, z0 = r.centred(length, width)
+    layers = [
+        Layer(paint(rect(x0 + 1, z0 + 1, length - 2, width - 2), pal["main"])),
+        Layer(paint(rect(x0, z0, length, width), pal["main"])),
+    ]
+    mast = (x0 + length // 2 - 1, z0 + width // 2)
+    sail_w = 3 * s
+    deck = paint(ring(x0, z0, length, width), pal["second"])
+    deck[mast] = pal["mast"]
+    for i in range(1, sail_w + 1):
+        deck[(mast[0] + i, mast[1])] = pal["sail"]
+    layers.append(Layer(deck))
+    for lv in range(5 * s):
+        cells = {mast: pal["mast"]}
+        for i in range(1, max(1, sail_w - lv // 2) + 1):
+            cells[(mast[0] + i, mast[1])] = pal["sail"]
+        layers.append(Layer(cells))
+    return layers
+
+
+def _robot(r: Region, s: int, pal: Palette) -> list[Layer]:
+    bw = 6 if s == 1 else 8
+    x0, z0 = r.centred(bw, 4)
+    leg_w = 2 if s == 1 else 3
+    legs = rect(x0, z0 + 1, leg_w, 2) + rect(x0 + bw - leg_w, z0 + 1, leg_w, 2)
+    layers = [Layer(paint(legs, pal["dark"])) for _ in range(3 * s)]
+    for lv in range(3 * s):
+        body = paint(rect(x0, z0, bw, 4), pal["main"])
+        if lv == 1:
+            body[(x0 + bw // 2 - 1, z0)] = pal["light"]
+            body[(x0 + bw // 2, z0)] = pal["light"]
+        layers.append(Layer(body))
+    arm = min(2, (r.w - bw) // 2)
+    layers.append(Layer(paint(rect(x0 - arm, z0 + 1, bw + 2 * arm, 2), pal["second"])))
+    hx = x0 + bw // 2 - 1
+    head = paint(rect(hx, z0 + 1, 2, 2), pal["second"])
+    head[(hx, z0 + 1)] = head[(hx + 1, z0 + 1)] = pal["light"]
+    layers += [Layer(head), Layer(paint(rect(hx, z0 + 1, 2, 2), pal["second"]))]
+    layers.append(Layer({(hx, z0 + 2): pal["accent"]}, "round"))
+    return layers
+
+
+def _figure(r: Region, s: int, pal: Palette) -> list[Layer]:
+    bw = 4 if s == 1 else 6
+    x0, z0 = r.centred(bw, 2)
+    leg = bw // 2 - 1 if s == 2 else 1
+    legs = rect(x0, z0, leg + (s - 1), 2) + rect(x0 + bw - leg - (s - 1), z0, leg + (s - 1), 2)
+    layers = [Layer(paint(legs, pal["legs"])) for _ in range(3 * s)]
+    layers.append(Layer(paint(rect(x0, z0, bw, 2), pal["legs"])))
+    layers += [Layer(paint(rect(x0, z0, bw, 2), pal["main"])) for _ in range(2 * s)]
+    arm = min(2 * s, max(0, (r.w - bw) // 2))
+    layers.append(Layer(paint(rect(x0 - arm, z0, bw + 2 * arm, 2), pal["main"])))
+    hx = x0 + bw // 2 - 1
+    face = paint(rect(hx, z0, 2, 2), pal["skin"])
+    layers.append(Layer(face))
+    eyes = dict(face)
+    eyes[(hx, z0)] = eyes[(hx + 1, z0)] = pal["dark"]
+    layers.append(Layer(eyes))
+    layers.append(Layer(paint(rect(hx - 1, z0 - 1, 4, 4), pal["hat"]), "plate"))
+    layers.append(Layer(paint(rect(hx, z0, 2, 2), pal["hat"])))
+    return layers
+
+
+def _animal(r: Region, s: int, pal: Palette) -> list[Layer]:
+    length = max(4, min(8 if s == 1 else 12, r.w - 3))
+    width = 4 if s == 1 else 6
+    x0, z0 = r.centred(length + 3, width)
+    x0 += 1
+    legs = [c for lx in (x0, x0 + length - 2) for lz in (z0, z0 + width - 2) for c in rect(lx, lz, 2, 2)]
+    layers = [Layer(paint(legs, pal["dark"] if pal["main"] == "white" else pal["main"])) for _ in range(2 * s + 1)]
+    for _ in range(s + 1):
+        layers.append(Layer(paint(rect(x0, z0, length, width), pal["main"])))
+    zc = z0 + width // 2 - 1
+    tail = {(x0 - 1, zc): pal["second"], (x0, zc): pal["second"]}
+    neck = paint(rect(x0 + length - 2, zc, 2, 2), pal["main"])
+    layers.append(Layer({**tail, **neck}))
+    head = paint(rect(x0 + length - 2, zc, 4, 2), pal["main"])
+    head[(x0 + length + 1, zc)] = pal["dark"]
+    layers.append(Layer(head))
+    eyes = paint(rect(x0 + length - 2, zc, 3, 2), pal["main"])
+    layers.append(Layer(eyes))
+    layers.append(Layer({(x0 + length - 2, zc): pal["second"], (x0 + length - 2, zc + 1): pal["second"]}))
+    return layers
+
+
+def _castle(r: Region, s: int, pal: Palette) -> list[Layer]:
+    w = max(8, _even(min(r.w, 12 * s)))
+    d = max(8, _even(min(r.d, 12 * s)))
+    x0, z0 = r.centred(w, d)
+    t = s
+    walls = 4 + 2 * s
+    gate_w = 2 * s
+    gate = set(rect(x0 + (w - gate_w) // 2, z0, gate_w, t))
+    tw = 2 + 2 * s
+    towers = [rect(tx, tz, tw, tw) for tx in (x0 - 1, x0 + w - tw + 1) for tz in (z0 - 1, z0 + d - tw + 1)]
+    tower_cells = {c for tcs in towers for c in tcs if r.x0 <= c[0] < r.x0 + r.w and r.z0 <= c[1] < r.z0 + r.d}
+    layers = []
+    for lv in range(walls):
+        cells = {c: pal["main"] for c in ring(x0, z0, w, d, t) if not (c in gate and lv < walls - 2)}
+        cells.update(paint(tower_cells, pal["second"]))
+        layers.append(Layer(cells))
+    crenel = [c for c in ring(x0, z0, w, d, 1) if (c[0] + c[1]) % 2 == 0 and c not in tower_cells]
+    layers.append(Layer({**paint(crenel, pal["main"]), **paint(tower_cells, pal["second"])}))
+    for _ in range(s):
+        layers.append(Layer(paint(tower_cells, pal["second"])))
+    layers.append(Layer(paint(tower_cells, pal["roof"]), "plate"))
+    tops = [c for c in tower_cells if (c[0] + c[1]) % 2 == 0]
+    layers.append(Layer(paint(tops, pal["roof"])))
+    return layers
+
+
+def _pyramid(r: Region, s: int, pal: Palette) -> list[Layer]:
+    size = max(2, _even(min(r.w, r.d, 10 * s)))
+    layers = []
+    band = 0
+    while size >= 2:
+        x, z = r.centred(size, size)
+        layers.append(Layer(paint(rect(x, z, size, size), pal["main"] if band % 3 < 2 else pal["second"])))
+        size -= 2
+        band += 1
+    return layers
+
+
+def _rocket(r: Region, s: int, pal: Palette) -> list[Layer]:
+    side = 4 if s == 1 else 6
+    x0, z0 = r.centred(side, side)
+    fins = [(x0 - 1, z0), (x0 + side, z0 + side - 1), (x0 + side - 1, z0 - 1), (x0, z0 + side)]
+    layers = [Layer({**paint(ring(x0, z0, side, side), pal["main"]), **paint(fins, pal["second"])}) for _ in range(2)]
+    for lv in range(8 * s):
+        colour = pal["second"] if lv % 5 == 4 else pal["main"]
+        layers.append(Layer(paint(ring(x0, z0, side, side), colour)))
+    layers.append(Layer(paint(rect(x0, z0, side, side), pal["main"]), "plate"))
+    nx, nz = r.centred(2, 2)
+    layers.append(Layer(paint(rect(nx, nz, 2, 2), pal["second"])))
+    layers.append(Layer(paint(rect(nx, nz, 2, 2), pal["second"]), "round"))
+    return layers
+
+
+def _snowman(r: Region, s: int, pal: Palette) -> list[Layer]:
+    layers = []
+    for size, n in ((6, 2 * s), (4, 2 * s), (2, s + 1)):
+        x, z = r.centred(size, size)
+        for _ in range(n):
+            layers.append(Layer(paint(rect(x, z, size, size), pal["main"])))
+    hx, hz = r.centred(2, 2)
+    layers.append(Layer(paint(rect(hx - 1, hz - 1, 4, 4), pal["hat"]), "plate"))
+    layers.append(Layer(paint(rect(hx, hz, 2, 2), pal["hat"])))
+    return layers
+
+
+def _flower(r: Region, s: int, pal: Palette) -> list[Layer]:
+    x0, z0 = r.centred(2, 2)
+    layers = [Layer(paint(rect(x0, z0, 2, 2), pal["stem"])) for _ in range(3 * s)]
+    layers.append(Layer(paint(rect(x0 - 1, z0 - 1, 4, 4), pal["main"]), "plate"))
+    petals = paint(rect(x0 - 1, z0 - 1, 4, 4), pal["main"])
+    for c in rect(x0, z0, 2, 2):
+        petals[c] = pal["second"]
+    layers.append(Layer(petals, "plate"))
+    return layers
+
+
+def _monument(r: Region, s: int, pal: Palette) -> list[Layer]:
+    layers = []
+    for size, n, role in ((6 * s, 2, "main"), (4 * s, 3, "second"), (2 * s, 2, "accent")):
+        size = max(2, _even(min(size, r.w, r.d)))
+        x, z = r.centred(size, size)
+        layers += [Layer(paint(rect(x, z, size, size), pal[role])) for _ in range(n)]
+    return layers
+
+
+LayerMaker = Callable[[Region, int, Palette], list[Layer]]
+"""A blueprint's layer generator: (region, scale, palette) → layers, bottom up."""
+
+
+@dataclass(frozen=True)
+class Blueprint:
+    """A named way to build a subject: default colours per role, which roles the brief's colours fill (in
+    order), the base plate colour, and the layer generator."""
+
+    name: str
+    roles: Mapping[str, str]
+    fill: tuple[str, ...]
+    base: str
+    make: LayerMaker
+
+
+def _bp(name: str, make: LayerMaker, base: str, fill: tuple[str, ...], **roles: str) -> Blueprint:
+    common = {
+        "main": "light bluish gray",
+        "second": "white",
+        "accent": "yellow",
+        "dark": "dark bluish gray",
+        "window": "trans clear",
+    }
+    common.update(roles)
+    return Blueprint(name, common, fill, base, make)
+
+
+BLUEPRINTS: dict[str, Blueprint] = {
+    "lighthouse": _bp(
+        "lighthouse",
+        lambda r, s, p: _tower(r, s, p, True),
+        "blue",
+        ("main", "second", "dark"),
+        main="red",
+        second="white",
+        dark="dark bluish gray",
+    ),
+    "tower": _bp("tower", lambda r, s, p: _tower(r, s, p, False), "green", ("main", "accent", "dark"), accent="red"),
+    "wall": _bp("wall", _wall, "green", ("main", "second")),
+    "house": _bp("house", _house, "green", ("main", "roof", "window"), main="white", roof="dark red"),
+    "tree": _bp("tree", _tree, "green", ("leaf", "trunk"), leaf="green", trunk="reddish brown"),
+    "car": _bp(
+        "car",
+        _car,
+        "dark bluish gray",
+        ("main", "second", "light"),
+        main="red",
+        second="black",
+        tyre="black",
+        light="yellow",
+    ),
+    "bridge": _bp(
+        "bridge",
+        _bridge,
+        "green",
+        ("main", "second", "stone"),
+        main="reddish brown",
+        second="reddish brown",
+        stone="light bluish gray",
+        water="blue",
+    ),
+    "boat": _bp(
+        "boat",
+        _boat,
+        "blue",
+        ("main", "sail", "second"),
+        main="reddish brown",
+        second="tan",
+        sail="white",
+        mast="reddish brown",
+    ),
+    "robot": _bp(
+        "robot",
+        _robot,
+        "light bluish gray",
+        ("main", "second", "light"),
+        main="blue",
+        second="light bluish gray",
+        light="yellow",
+        accent="red",
+    ),
+    "figure": _bp(
+        "figure",
+        _figure,
+        "light bluish gray",
+        ("main", "hat", "legs"),
+        main="red",
+        hat="black",
+        legs="blue",
+        skin="yellow",
+        dark="black",
+    ),
+    "animal": _bp("animal", _animal, "green", ("main", "second", "dark"), main="tan", second="dark tan", dark="black"),
+    "castle": _bp("castle", _castle, "green", ("main", "second", "roof"), second="dark bluish gray", roof="dark red"),
+    "pyramid": _bp("pyramid", _pyramid, "tan", ("main", "second"), main="tan", second="dark tan"),
+    "rocket": _bp("rocket", _rocket, "dark bluish gray", ("main", "second"), main="white", second="red"),
+    "snowman": _bp("snowman", _snowman, "white", ("main", "hat"), main="white", hat="black"),
+    "flower": _bp("flower", _flower, "green", ("main", "second", "stem"), main="red", second="yellow", stem="green"),
+    "monument": _bp("monument", _monument, "light bluish gray", ("main", "second", "accent"), main="tan", second="red"),
+}
+"""Every blueprint by name; ``monument`` is the fallback when the brief names no known object."""
+
+
+def palette_for(bp: Blueprint, brief: Brief) -> Palette:
+    """Role → colour: the blueprint's defaults, with the brief's colours for it filling ``bp.fill`` in order
+    (all the brief's colours when it names no known object)."""
+    pal = dict(bp.roles)
+    if bp.name == "animal":
+        for w in brief.words:
+            if w in ANIMAL_COLOURS:
+                pal["main"] = ANIMAL_COLOURS[w]
+                break
+    colours = brief.by_blueprint.get(bp.name, () if brief.blueprints else brief.colours)
+    for role, col in zip(bp.fill, colours, strict=False):
+        pal[role] = col
+    return pal

@@ -1,0 +1,393 @@
+"""The planner: tiles a brief's blueprints with parts on a private assembly, layer by layer, into tool calls.
+
+Every placement is tried on the planner's own :class:`~brick_gym.core.assembly.Assembly` under the episode's
+rules (collisions, stock, part limit) before it becomes a call, so a plan only holds placements that succeed
+and the model it builds is valid by construction. With an inventory it substitutes the nearest colour in stock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.rules import Inventory, Rules
+from brick_gym.llm.heuristic.blueprints import BLUEPRINTS, Layer, Region, paint, palette_for, rect
+from brick_gym.llm.heuristic.brief import Brief, read_brief
+from brick_gym.llm.heuristic.shapes import BASES, FALLBACK_KIND, KIND_PARTS, Cell, Shape, shapes_of, stud_index
+
+__all__ = ["BuildPlan", "plan_build"]
+
+
+@dataclass
+class _Column:
+    height: int = 0
+    stud: str | None = None
+
+
+@dataclass
+class BuildPlan:
+    """The tool calls that build the model, in order, and what was built."""
+
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    blueprints: list[str] = field(default_factory=list)
+    pieces: int = 0
+    skipped_cells: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _rgb(name: str) -> np.ndarray:
+    from brick_gym.core.colours import colour
+
+    return np.array(colour(name).rgb, dtype=float)
+
+
+class _Planner:
+    def __init__(self, rules: Rules, max_pieces: int | None) -> None:
+        self.asm = Assembly(rules, name="plan")
+        self.rules = rules
+        self.max_pieces = max_pieces
+        self.columns: dict[Cell, _Column] = {}
+        self.plan = BuildPlan()
+        self.parity = 0
+        self.substitutes: dict[str, str] = {}
+
+    # ----- stock ------------------------------------------------------------------------------------------------
+    def available(self, stem: str, colour_name: str) -> bool:
+        inv = self.rules.inventory
+        if inv is None:
+            return True
+        from brick_gym.core.colours import colour
+
+        key = (stem, colour(colour_name).code)
+        cap = inv.limit(*key)
+        return cap is None or self.asm.usage.get(key, 0) < cap
+
+    def colours_in_stock(self, stem: str) -> list[str]:
+        inv = self.rules.inventory
+        if inv is None:
+            return []
+        from brick_gym.core.assembly import colour_name
+
+        return [colour_name(code) for (s, code) in inv.limits if s == stem and self.available(s, colour_name(code))]
+
+    @property
+    def full(self) -> bool:
+        return self.max_pieces is not None and len(self.asm) >= self.max_pieces
+
+    # ----- base -------------------------------------------------------------------------------------------------
+    def base(self, part: str, colour: str) -> bool:
+        for shift in ((0.0, 0.0), (10.0, 0.0), (0.0, 10.0), (10.0, 10.0)):
+            pose = np.eye(4)
+            pose[:3, 3] = (shift[0], 0.0, shift[1])
+            out = self.asm.add(part, colour, pose)
+            if not out.ok:
+                return False
+            pc = self.asm[out.piece]
+            studs = [ref for ref in pc.refs("stud")]
+            cells = {}
+            for ref in studs:
+                pos = self.asm.connector_frame(ref)[:3, 3]
+                cell = (stud_index(pos[0]), stud_index(pos[2]))
+                if None in cell:
+                    break
+                cells[cell] = str(ref)
+            else:
+                self.columns = {c: _Column(0, ref) for c, ref in cells.items()}
+                self.plan.calls.append(
+                    ("add_part", {"part": pc.part.stem, "colour": colour, "position": [shift[0], 0.0, shift[1]]})
+                )
+                return True
+            self.asm.undo()
+        return False
+
+    # ----- layers -----------------------------------------------------------------------------------------------
+    def layer(self, layer: Layer) -> None:
+        cells = {c: col for c, col in layer.cells.items() if c in self.columns}
+        if not cells:
+            return
+        if self.rules.inventory is not None:
+            cells = self._recolour(cells, layer.kind)
+        plane = max(self.columns[c].height for c in cells)
+        self.parity += 1
+        x_major = self.parity % 2 == 0
+        order = sorted(cells, key=(lambda c: (c[1], c[0])) if x_major else (lambda c: (c[0], c[1])))
+        todo = set(order)
+        for cell in order:
+            if cell not in todo or self.full:
+                continue
+            if not self._cover(cell, cells, todo, plane, layer, x_major):
+                todo.discard(cell)
+                self.plan.skipped_cells += 1
+
+    def _stock_area(self, colour: str, kind: str) -> int:
+        """How many cells the parts of ``kind`` still in stock in ``colour`` could cover."""
+        from brick_gym.core.colours import colour as get_colour
+
+        inv = self.rules.inventory
+        assert inv is not None
+        code = get_colour(colour).code
+        total = 0
+        for name in KIND_PARTS[kind]:
+            shapes = shapes_of(name)
+            if not shapes:
+                continue
+            stem = shapes[0].stem
+            cap = inv.limit(stem, code)
+            left = 10**6 if cap is None else max(0, cap - self.asm.usage.get((stem, code), 0))
+            total += left * len(shapes[0].cells)
+        return total
+
+    def _recolour(self, cells: dict[Cell, str], kind: str) -> dict[Cell, str]:
+        """With an inventory: map each wanted colour to one colour with enough stock for this layer, keeping the
+        substitute of earlier layers while it lasts (uniform stand-ins instead of a patchwork)."""
+        need: dict[str, int] = {}
+        for col in cells.values():
+            need[col] = need.get(col, 0) + 1
+        inv = self.rules.inventory
+        assert inv is not None
+        from brick_gym.core.assembly import colour_name
+
+        palette = sorted({colour_name(code) for (_, code) in inv.limits})
+        mapping: dict[str, str] = {}
+        for want, n in sorted(need.items()):
+            current = self.substitutes.get(want, want)
+            if self._stock_area(current, kind) < n:
+                areas = {c: self._stock_area(c, kind) for c in palette}
+                enough = [c for c in palette if areas[c] >= n]
+                target = _rgb(want)
+                if enough:
+                    current = min(enough, key=lambda c: (float(np.sum((_rgb(c) - target) ** 2)), c))
+                elif areas:
+                    current = max(palette, key=lambda c: (areas[c], c))
+                self.substitutes[want] = current
+            mapping[want] = current
+        return {c: mapping[col] for c, col in cells.items()}
+
+    def _cover(
+        self, anchor: Cell, colours: dict[Cell, str], todo: set[Cell], plane: int, layer: Layer, x_major: bool
+    ) -> bool:
+        want = colours[anchor]
+        kinds = [layer.kind] + ([FALLBACK_KIND[layer.kind]] if layer.kind in FALLBACK_KIND else [])
+        for kind in kinds:
+            candidates = self._candidates(kind, layer if kind == layer.kind else None, x_major)
+            for colour in self._colour_choices(want, candidates):
+                for shape in candidates:
+                    if not self.available(shape.stem, colour):
+                        continue
+                    covered = shape.covering(anchor)
+                    if not all(c in todo and colours[c] == want for c in covered):
+                        continue
+                    if self._place(shape, anchor, covered, colour, plane):
+                        todo.difference_update(covered)
+                        return True
+        return False
+
+    def _candidates(self, kind: str, layer: Layer | None, x_major: bool) -> list[Shape]:
+        shapes = [s for name in KIND_PARTS[kind] for s in shapes_of(name)]
+        facing = layer.facing if layer is not None else None
+        if kind == "slope" and facing:
+            shapes = [s for s in shapes if _faces(s, facing)]
+        elif kind == "ridge" and facing:
+            shapes = [s for s in shapes if (s.size[1] if facing == "x" else s.size[0]) == 2]
+        shapes.sort(key=lambda s: (-len(s.cells), (s.size[0] < s.size[1]) if x_major else (s.size[0] > s.size[1])))
+        return shapes
+
+    def _colour_choices(self, want: str, shapes: list[Shape]) -> list[str]:
+        if self.rules.inventory is None:
+            return [want]
+        stock = {c for s in shapes for c in self.colours_in_stock(s.stem)}
+        target = _rgb(want)
+        others = sorted(stock - {want}, key=lambda c: (float(np.sum((_rgb(c) - target) ** 2)), c))
+        return [want, *others]
+
+    def _place(self, shape: Shape, anchor: Cell, covered: list[Cell], colour: str, plane: int) -> bool:
+        ox, oz = shape.offset(anchor)
+        supports = [
+            c
+            for c in covered
+            if self.columns[c].height == plane
+            and self.columns[c].stud is not None
+            and (c[0] - ox, c[1] - oz) in shape.sources
+        ]
+        if any(c not in self.columns or self.columns[c].height > plane for c in covered):
+            return False
+        for cell in supports[:3]:
+            source = shape.sources[(cell[0] - ox, cell[1] - oz)]
+            target = self.columns[cell].stud
+            yaw = self._yaw_for(shape, target, source)
+            if yaw is None:
+                continue
+            out = self.asm.attach(shape.stem, colour, to=target, by=source, yaw=yaw)
+            if not out.ok:
+                continue
+            pid = out.piece
+            for c in covered:
+                top = shape.tops.get((c[0] - ox, c[1] - oz))
+                self.columns[c] = _Column(plane + shape.height, f"{pid}.{top}" if top else None)
+            self.plan.calls.append(
+                ("attach_part", {"part": shape.stem, "colour": colour, "to": target, "by": source, "yaw": yaw})
+            )
+            return True
+        return False
+
+    def _yaw_for(self, shape: Shape, target: str, source: str) -> float | None:
+        """The yaw that gives the shape's orientation when ``source`` fits ``target`` (yaw is measured in the
+        target connector's frame, which turns with the piece that carries it)."""
+        group, index = source[:-1].split("[")
+        for yaw in (0.0, 90.0, 180.0, 270.0):
+            placement = Placement(shape.stem, "white", ConnectorRef.parse(target), (group, int(index)), yaw)
+            pose = self.asm.pose_for(placement)
+            if pose is not None and np.allclose(pose[:3, :3], shape.rotation, atol=1e-6):
+                return yaw
+        return None
+
+    # ----- scene ------------------------------------------------------------------------------------------------
+    def free_squares(self, size: int) -> list[Cell]:
+        """Corners of size x size squares of bare base cells with a free ring of cells around them."""
+        out = []
+        for x, z in sorted(self.columns, key=lambda c: (c[1], c[0])):
+            square = rect(x - 1, z - 1, size + 2, size + 2)
+            if all(c in self.columns and self.columns[c].height == 0 for c in square):
+                out.append((x, z))
+        return out
+
+
+def _faces(shape: Shape, facing: str) -> bool:
+    """Whether a slope's studs sit on the side opposite ``facing`` (so its sloped face looks that way)."""
+    if not shape.tops:
+        return False
+    axis = 1 if facing[1] == "z" else 0
+    depth = shape.size[1] if axis == 1 else shape.size[0]
+    if depth != 2:
+        return False
+    values = [c[axis] for c in shape.cells]
+    high = max(values) if facing[0] == "-" else min(values)
+    return all(c[axis] == high for c in shape.tops)
+
+
+def _regions(base: Region, n: int) -> list[Region]:
+    if n <= 1:
+        return [base]
+    main_w = base.w * 3 // 5 if n == 2 else base.w // 2
+    out = [Region(base.x0, base.z0, main_w, base.d)]
+    rest_w = base.w - main_w - 1
+    if n == 2:
+        out.append(Region(base.x0 + main_w + 1, base.z0, rest_w, base.d))
+    else:
+        half = (base.d - 1) // 2
+        out.append(Region(base.x0 + main_w + 1, base.z0, rest_w, half))
+        out.append(Region(base.x0 + main_w + 1, base.z0 + half + 1, rest_w, base.d - half - 1))
+    return out
+
+
+def _largest_base_plate(inventory: Inventory) -> tuple[str, str] | None:
+    from brick_gym.core.assembly import colour_name
+
+    best: tuple[int, str, str] | None = None
+    for (stem, code), n in inventory.limits.items():
+        if n == 0:
+            continue
+        for shape in shapes_of(stem)[:1]:
+            w, d = shape.size
+            if w % 2 or d % 2 or shape.height != 8 or len(shape.tops) != w * d or w * d < 4:
+                continue
+            key = (w * d, stem, colour_name(code))
+            if best is None or key[0] > best[0]:
+                best = key
+    return None if best is None else (best[1], best[2])
+
+
+def plan_build(brief_text: str, rules: Rules, *, target_pieces: int | None = None) -> BuildPlan:
+    """The calls that build ``brief_text`` under ``rules`` (verified on a private assembly), and a summary.
+
+    ``target_pieces`` is the least number of pieces to reach (default: the setting's minimum, plus a margin for
+    ``set``); decorations (trees, then flowers) are added on free base cells until it is reached.
+    """
+    brief = read_brief(brief_text)
+    name = rules.setting.name
+    names = list(brief.blueprints[: 2 if name != "set" else 3]) or ["monument"]
+    planner = _Planner(rules, rules.setting.max_parts)
+    base_part, scale = BASES.get(name, ("baseplate 16x16", 1))
+    main_bp = BLUEPRINTS[names[0]]
+    base_colour = main_bp.base
+    if rules.inventory is not None:
+        found = _largest_base_plate(rules.inventory)
+        if found is None:
+            planner.plan.notes.append("no even plate in the inventory: nothing to build on")
+            return planner.plan
+        base_part, base_colour = found
+        names = names[:1] if len(names) > 1 else names
+    if not planner.base(base_part, base_colour):
+        planner.plan.notes.append(f"could not place the base {base_part}")
+        return planner.plan
+    xs = [c[0] for c in planner.columns]
+    zs = [c[1] for c in planner.columns]
+    margin = 1 if rules.inventory is None else 0
+    full = Region(
+        min(xs) + margin, min(zs) + margin, max(xs) - min(xs) + 1 - 2 * margin, max(zs) - min(zs) + 1 - 2 * margin
+    )
+    for bp_name, region in zip(names, _regions(full, len(names)), strict=True):
+        bp = BLUEPRINTS[bp_name]
+        pal = palette_for(bp, brief)
+        for layer in bp.make(region, scale, pal):
+            planner.layer(layer)
+        planner.plan.blueprints.append(bp_name)
+    goal = target_pieces if target_pieces is not None else (rules.setting.min_parts + (20 if name == "set" else 0))
+    if len(planner.asm) < goal and rules.inventory is None:
+        _decorate(planner, goal, brief, base_colour)
+    planner.plan.pieces = len(planner.asm)
+    return planner.plan
+
+
+def _decorate(planner: _Planner, goal: int, brief: Brief, base_colour: str) -> None:
+    """Small trees on free squares, then flowers on free cells, until ``goal`` pieces. On a water base (blue)
+    each tree stands on a sand island and the flowers become white and grey rocks."""
+    tree = BLUEPRINTS["tree"]
+    pal = palette_for(tree, Brief((), (), ()))
+    water = base_colour in ("blue", "dark blue", "medium azure")
+    for _ in range(6):
+        if len(planner.asm) >= goal:
+            return
+        spots = planner.free_squares(6)
+        if not spots:
+            break
+        x, z = spots[0]
+        island = [Layer(paint(rect(x, z, 6, 6), "tan"), "plate")] if water else []
+        for layer in island + tree.make(Region(x, z, 6, 6), 1, pal):
+            planner.layer(layer)
+        planner.plan.blueprints.append("tree")
+    colours = ["white", "light bluish gray"] if water else [*brief.colours, "red", "yellow", "white", "bright pink"]
+    cells = sorted(
+        (c for c, col in planner.columns.items() if col.height == 0),
+        key=lambda c: (c[1], c[0]),
+    )
+    occupied = {c for c, col in planner.columns.items() if col.height != 0}
+    near = {(x + dx, z + dz) for x, z in occupied for dx in (-1, 0, 1) for dz in (-1, 0, 1)}
+    k = 0
+    for parity in (0, 1):
+        for c in cells:
+            if len(planner.asm) >= goal or planner.full:
+                return
+            if (c[0] + c[1]) % 2 != parity or c in near or planner.columns[c].height != 0:
+                continue
+            planner.layer(Layer({c: colours[k % len(colours)]}, "flower"))
+            k += 1
+    # Still short (the subject covers the base): round plates on any free stud, lowest surfaces first, layer
+    # after layer, until the goal is met or nothing more fits.
+    while len(planner.asm) < goal and not planner.full:
+        before = len(planner.asm)
+        tops = sorted(
+            (c for c, col in planner.columns.items() if col.stud is not None),
+            key=lambda c: (planner.columns[c].height, (c[0] + c[1]) % 2, c[1], c[0]),
+        )
+        for c in tops:
+            if len(planner.asm) >= goal or planner.full:
+                return
+            planner.layer(Layer({c: colours[k % len(colours)]}, "flower"))
+            k += 1
+        if len(planner.asm) == before:
+            planner.plan.notes.append(f"could not reach {goal} pieces")
+            return
