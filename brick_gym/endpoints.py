@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from brick_gym.extras import require
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -130,7 +132,7 @@ def call_with_retries(
 def openai_client(base_url: str | None, api_key: str | None, *, timeout: float, max_retries: int) -> Any:
     """An ``openai.OpenAI`` client (imported on demand); the key defaults to ``$OPENAI_API_KEY``, else ``"EMPTY"``
     (what vLLM, llama.cpp and other local servers accept)."""
-    import openai
+    openai = require("openai", "an OpenAI-compatible endpoint")
 
     key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
     return openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)

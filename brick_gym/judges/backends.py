@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from brick_gym.endpoints import OpenAIEndpoint, dtype_kwargs, image_url_part
+from brick_gym.extras import require
 from brick_gym.judges.requests import JudgeBackend, JudgeReply, JudgeRequest, chunks
 
 __all__ = [
@@ -247,7 +248,7 @@ class TransformersJudge:
         with self._lock:
             if self._hf_model is not None:
                 return self
-            import transformers
+            transformers = require("transformers", "TransformersJudge")
 
             start = time.perf_counter()
             common: dict[str, Any] = {"revision": self.revision, "local_files_only": self.local_files_only}

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from brick_gym.endpoints import OpenAIEndpoint, call_with_retries, dtype_kwargs, image_base64, image_url_part
+from brick_gym.extras import require
 from brick_gym.llm.messages import AssistantTurn, Image, Message, ToolCall
 
 __all__ = [
@@ -276,7 +277,7 @@ class AnthropicClient:
     def client(self) -> Any:
         """The ``anthropic.Anthropic`` client (created on first use, with the SDK's own retries off)."""
         if self._client is None:
-            import anthropic
+            anthropic = require("anthropic", "AnthropicClient")
 
             kwargs: dict[str, Any] = {"timeout": self.timeout, "max_retries": 0}
             if self._api_key:
@@ -423,6 +424,7 @@ class TransformersChatClient:
     def load(self) -> TransformersChatClient:
         """Load tokenizer and model (idempotent)."""
         if self.model is None:
+            require("transformers", "TransformersChatClient")
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, revision=self.revision)
