@@ -22,8 +22,19 @@ import numpy as np
 from brick_gym.core import connectors as cx
 from brick_gym.core import joints as jx
 from brick_gym.core.catalog import Connector, Part, UnknownPart, catalog
-from brick_gym.core.collision import CollisionIndex
+from brick_gym.core.collision import CollisionIndex, pair_verdicts, world_aabb
 from brick_gym.core.colours import UnknownColour, colour
+from brick_gym.core.occupancy import (
+    CellIndex,
+    LatticeConnectors,
+    Range,
+    box_shape,
+    cell_range,
+    lattice_connectors,
+    quarter_turns,
+    range_of_bounds,
+    studs_reach,
+)
 from brick_gym.core.rules import Rules
 
 REASONS = (
@@ -90,6 +101,16 @@ class Piece:
     @cached_property
     def _world(self) -> tuple[np.ndarray, np.ndarray]:
         return jx.world_points(self.part, self.pose)
+
+    @cached_property
+    def lattice(self) -> tuple[int, Range] | None:
+        """(quarter turns, cells) of a box part on the lattice (``occupancy``), else None."""
+        shape = box_shape(self.part.stem)
+        if shape is None:
+            return None
+        rows = self.pose.tolist()
+        cells = cell_range(shape, rows)
+        return None if cells is None else (quarter_turns(rows), cells)  # type: ignore[return-value]
 
     @property
     def points(self) -> np.ndarray:
@@ -204,7 +225,17 @@ class Assembly:
         self._component_of: dict[int, int] = {}
         self._members: dict[int, set[int]] = {}
         self._conn_grid = jx.ConnectorGrid()
+        self._lattice_ids: set[int] = set()
+        """Pieces under the lattice joint rule (box parts on the lattice, strict mode; ``occupancy``)."""
+        self._unindexed: set[int] = set()
+        """Lattice-rule pieces not yet in ``_conn_grid`` (added when a piece off the rule first needs them)."""
+        self._studs_at: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self._holes_at: dict[tuple[int, int, int], tuple[int, int]] = {}
+        """Lattice-rule pieces' studs (keyed by the cell above them) and holes (by their own bottom cell)."""
+        self._cells = CellIndex()
+        """Box parts on the lattice (their cells decide their collisions exactly, see ``occupancy``)."""
         self._collisions = CollisionIndex()
+        """Every other piece (fcl narrow phase)."""
         self._history: list[tuple] = []
         self.revision = 0
         """Counts committed changes (pieces added or removed): caches compare it to know they are current."""
@@ -422,15 +453,18 @@ class Assembly:
         for name, value in (("yaw", placement.yaw), ("slide", placement.slide)):
             if not math.isfinite(float(value)):
                 return _refuse("bad_pose", f"{name} must be a finite number, got {value!r}")
-        pose = cx.mating_pose(
-            host.world_frames[t_conn.index],
-            s_conn,
-            t_conn.family,
-            yaw=float(placement.yaw),
-            flip=bool(placement.flip),
-            slide=float(placement.slide),
-            rotation=placement.rotation,
+        rotation = None
+        if placement.rotation is not None:
+            try:
+                rotation = tuple(float(v) for v in placement.rotation)
+            except (TypeError, ValueError, OverflowError):
+                rotation = ()
+            if len(rotation) != 3 or not all(math.isfinite(v) for v in rotation):
+                return _refuse("bad_pose", f"rotation must be 3 finite angles in degrees, got {placement.rotation!r}")
+        local = cx.mating_transform(
+            s_conn, t_conn.family, float(placement.yaw), bool(placement.flip), float(placement.slide), rotation
         )
+        pose = host.pose @ (t_conn.frame @ local)
         return pose, (host.id, t_conn.index, s_conn.index)
 
     def _commit_checked(
@@ -490,7 +524,23 @@ class Assembly:
         return None
 
     def _check_collision(self, candidate: Piece) -> Outcome | None:
-        hits = self._collisions.colliding(candidate.part.stem, candidate.pose)
+        stem, pose = candidate.part.stem, candidate.pose
+        hits = self._collisions.colliding(stem, pose) if len(self._collisions) else []
+        lattice = candidate.lattice
+        if lattice is not None:
+            cells = lattice[1]  # a box part on the lattice: its cells decide against the other box parts
+            hits = sorted({*hits, *self._cells.blocking(cells)})
+        elif len(self._cells):  # box parts near it go to the narrow phase like any other piece
+            near = self._cells.blocking(studs_reach(range_of_bounds(*world_aabb(stem, pose))))
+            if near:
+                others = [self.pieces[p] for p in near]
+                verdicts = pair_verdicts(
+                    [stem] * len(near),
+                    np.repeat(pose[None], len(near), axis=0),
+                    [o.part.stem for o in others],
+                    np.array([o.pose for o in others]),
+                )
+                hits = sorted({*hits, *(p for p, hit in zip(near, verdicts, strict=True) if hit)})
         if not hits:
             return None
         names = ", ".join(self.pieces[h].describe() for h in hits)
@@ -502,23 +552,82 @@ class Assembly:
         )
 
     def _find_joints(self, piece: Piece) -> list[Joint]:
-        """Joints the piece forms with existing pieces; exclusive connectors take their best single partner."""
-        pairs = self._conn_grid.candidates(piece.id, piece.part, piece.points, piece.axes)
-        if not pairs.a:
+        """Joints the piece forms with existing pieces; exclusive connectors take their best single partner.
+
+        A piece under the lattice rule (``occupancy.lattice_connectors``) finds its stud joints with other such
+        pieces by looking up the cells above and below it; everything else goes through the connector grid."""
+        rule = self._lattice_rule(piece)
+        if rule is not None:
+            found = self._lattice_joints(piece.id, *rule)
+            if len(self.pieces) > len(self._lattice_ids):  # pieces off the rule: ask the connector grid for those
+                lattice = self._lattice_ids
+                found += [
+                    c for c in self._grid_joints(piece) if (c.b[0] if c.a[0] == piece.id else c.a[0]) not in lattice
+                ]
+        else:
+            self._index_pending()
+            found = self._grid_joints(piece)
+        if not found:
             return []
-        found = jx.score_candidates(ChainMap({piece.id: piece}, self.pieces), pairs)
         taken = {k for c in found for k in (c.a, c.b) if k[0] != piece.id and self._links.get(k)}
         return [
             Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in jx.select(found, taken)
         ]
+
+    def _lattice_rule(self, piece: Piece) -> tuple[int, Range, LatticeConnectors] | None:
+        """(quarter turns, cells, connector table) when the piece follows the lattice joint rule, else None."""
+        if not self.strict or piece.lattice is None:
+            return None
+        table = lattice_connectors(piece.part.stem)
+        return None if table is None else (*piece.lattice, table)
+
+    def _lattice_joints(self, pid: int, q: int, cells: Range, table: LatticeConnectors) -> list[jx.Candidate]:
+        """Stud joints with lattice-rule pieces: a stud meets the hole right above it, exactly."""
+        i0, j0, k0, _, j1, _ = cells
+        out = []
+        for conns, at, layer in ((table.holes[q], self._studs_at, j0), (table.studs[q], self._holes_at, j1 + 1)):
+            for idx, di, dk in conns:
+                hit = at.get((i0 + di, layer, k0 + dk))
+                if hit is not None:
+                    mine = (pid, idx)
+                    a, b = (mine, hit) if mine <= hit else (hit, mine)
+                    out.append(jx.Candidate(0.0, a, b, jx.STUD))
+        return out
+
+    def _grid_joints(self, piece: Piece) -> list[jx.Candidate]:
+        """Joint candidates from the connector grid (BrickNet's pairing rules within reach)."""
+        pairs = self._conn_grid.candidates(piece.id, piece.part, piece.points, piece.axes)
+        if not pairs.a:
+            return []
+        return jx.score_candidates(ChainMap({piece.id: piece}, self.pieces), pairs)
+
+    def _index_pending(self) -> None:
+        """Put the lattice-rule pieces not yet in the connector grid into it."""
+        for pid in sorted(self._unindexed):
+            piece = self.pieces[pid]
+            self._conn_grid.add(pid, piece.part, piece.points, piece.axes)
+        self._unindexed.clear()
 
     def _insert(self, piece: Piece, joints: Iterable[Joint]) -> None:
         pid = piece.id
         self.revision += 1
         self.pieces[pid] = piece
         self.usage[(piece.part.stem, piece.colour)] += 1
-        self._collisions.add(pid, piece.part.stem, piece.pose)
-        self._conn_grid.add(pid, piece.part, piece.points, piece.axes)
+        if piece.lattice is not None:
+            self._cells.add(pid, piece.lattice[1])
+        else:
+            self._collisions.add(pid, piece.part.stem, piece.pose)
+        rule = self._lattice_rule(piece)
+        if rule is not None:
+            q, (i0, j0, k0, _, j1, _), table = rule
+            for idx, di, dk in table.studs[q]:
+                self._studs_at[(i0 + di, j1 + 1, k0 + dk)] = (pid, idx)
+            for idx, di, dk in table.holes[q]:
+                self._holes_at[(i0 + di, j0, k0 + dk)] = (pid, idx)
+            self._lattice_ids.add(pid)
+            self._unindexed.add(pid)
+        else:
+            self._conn_grid.add(pid, piece.part, piece.points, piece.axes)
         self._adjacent[pid] = Counter()
         self._component_of[pid] = pid
         self._members[pid] = {pid}
@@ -546,8 +655,23 @@ class Assembly:
         self.usage[key] -= 1
         if self.usage[key] <= 0:
             del self.usage[key]
-        self._collisions.remove(pid)
-        self._conn_grid.remove(pid, piece.part, piece.points)
+        if pid in self._cells:
+            self._cells.remove(pid)
+        else:
+            self._collisions.remove(pid)
+        if pid in self._lattice_ids:
+            rule = self._lattice_rule(piece)
+            assert rule is not None
+            q, (i0, j0, k0, _, j1, _), table = rule
+            for _, di, dk in table.studs[q]:
+                del self._studs_at[(i0 + di, j1 + 1, k0 + dk)]
+            for _, di, dk in table.holes[q]:
+                del self._holes_at[(i0 + di, j0, k0 + dk)]
+            self._lattice_ids.discard(pid)
+        if pid in self._unindexed:
+            self._unindexed.discard(pid)
+        else:
+            self._conn_grid.remove(pid, piece.part, piece.points)
         removed: list[Joint] = []
         for c in piece.part.connectors:
             for other, j in self._links.pop((pid, c.index), {}).items():
@@ -610,8 +734,14 @@ def _partners(c: Connector) -> list[str]:
 
 
 def _frozen(pose: np.ndarray) -> np.ndarray:
-    p = np.array(pose, dtype=np.float64)
-    p += 0.0  # no negative zeros
+    """A read-only copy with round-off snapped: rotation entries within 1e-12 of 0 or ±1 and translations within
+    1e-9 LDU of a whole LDU become exact, so that parts placed on the lattice sit exactly on it."""
+    rows = np.asarray(pose, dtype=np.float64).tolist()
+    for row in rows[:3]:
+        for c, v in enumerate(row):
+            n = round(v)
+            row[c] = n + 0.0 if abs(v - n) <= (1e-9 if c == 3 else 1e-12) else v + 0.0  # + 0.0: no negative zeros
+    p = np.array(rows)
     p.flags.writeable = False
     return p
 

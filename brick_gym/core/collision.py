@@ -26,7 +26,7 @@ _cache_lock = threading.Lock()
 
 
 @cache
-def _bvh(stem: str):  # -> fcl.BVHModel, shared per part type
+def bvh(stem: str):  # -> fcl.BVHModel, shared per part type
     import fcl
 
     mesh = collision_mesh(stem)
@@ -91,8 +91,8 @@ def pair_verdicts(
 def _narrow_phase(stem_a: str, stem_b: str, rel: np.ndarray) -> bool:
     import fcl
 
-    a = fcl.CollisionObject(_bvh(stem_a), fcl.Transform())
-    b = fcl.CollisionObject(_bvh(stem_b), fcl.Transform(np.ascontiguousarray(rel[:3, :3]), rel[:3, 3].copy()))
+    a = fcl.CollisionObject(bvh(stem_a), fcl.Transform())
+    b = fcl.CollisionObject(bvh(stem_b), fcl.Transform(np.ascontiguousarray(rel[:3, :3]), rel[:3, 3].copy()))
     request = fcl.CollisionRequest(num_max_contacts=1, enable_contact=False)
     return fcl.collide(a, b, request, fcl.CollisionResult()) > 0
 

@@ -13,6 +13,7 @@ tracks are the joints ``bricknet.parse_ldr`` finds in the written file.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -101,8 +102,23 @@ def mating_pose(
     rotation: tuple[float, float, float] | None = None,
 ) -> np.ndarray:
     """World pose of a new part whose connector ``source`` mates the target connector frame ``target_world``."""
-    motion = joint_motion(family, yaw=yaw, flip=flip, slide=slide, rotation=rotation)
-    return target_world @ motion @ rigid_inverse(source.frame)
+    return target_world @ mating_transform(source, family, yaw, flip, slide, rotation)
+
+
+@lru_cache(maxsize=65536)
+def mating_transform(
+    source: Connector,
+    family: str,
+    yaw: float = 0.0,
+    flip: bool = False,
+    slide: float = 0.0,
+    rotation: tuple[float, float, float] | None = None,
+) -> np.ndarray:
+    """The new part's frame relative to the target connector's frame (read-only, cached: a model repeats the
+    same few (source, yaw) pairs, so a placement's pose is one 4×4 product)."""
+    m = joint_motion(family, yaw=yaw, flip=flip, slide=slide, rotation=rotation) @ rigid_inverse(source.frame)
+    m.flags.writeable = False
+    return m
 
 
 def rigid_inverse(m: np.ndarray) -> np.ndarray:
