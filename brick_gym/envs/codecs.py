@@ -14,7 +14,6 @@ candidates, the mask) and reads actions against that view; the environments neve
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +55,8 @@ class View:
     poses: list[np.ndarray] = field(default_factory=list)
     mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     can_place: bool = False
+    agreement: list[tuple[float, float] | None] = field(default_factory=list)
+    """Per candidate, its agreement with the task's target when the ranking already counted it (else None)."""
 
 
 class Codec(Protocol):
@@ -352,9 +353,12 @@ class CandidateCodec:
         """The checked candidate list at ``targets`` and its exact mask. With ``slots``, the list is that of the
         same codec over those palette slots only (its own round-robin, memo kept per subset), indices mapped back
         to the full palette; ``ranking`` then does not apply (it ranks the full palette)."""
+        agreement: list[tuple[float, float] | None] = []
         if slots is None:
-            candidates = self.candidates(assembly, targets, ranking)
-            poses = [self.memo.pose(assembly, p) for _, p in candidates]
+            listed = self._listing(assembly, targets, ranking)
+            candidates = [(slot, placement) for slot, placement, _, _ in listed]
+            poses = [pose for _, _, pose, _ in listed]
+            agreement = [a for _, _, _, a in listed]
         elif slots:
             own = tuple(slots)
             sub = self._subsets.get(own)
@@ -369,29 +373,52 @@ class CandidateCodec:
         mask = np.zeros(self.max_candidates + 1, dtype=np.int8)
         mask[: len(candidates)] = 1
         mask[-1] = 1
-        return View(targets=targets, candidates=candidates, poses=poses, mask=mask, can_place=bool(candidates))  # type: ignore[arg-type]
+        return View(
+            targets=targets,
+            candidates=candidates,
+            poses=poses,  # type: ignore[arg-type]
+            mask=mask,
+            can_place=bool(candidates),
+            agreement=agreement or [None] * len(candidates),
+        )
 
     def candidates(
         self, assembly: Assembly, targets: Sequence[ConnectorRef], ranking: TargetRanking | None = None
     ) -> list[tuple[int, Placement]]:
-        """Legal placements (palette index, placement), each checked with a (memoised) dry run. First those
-        ``ranking`` puts first when one is given (tasks with a target: placements that fill the unbuilt target),
-        then round-robin over target slots, each slot starting at a different palette slot, so that every region
-        of the model and every part and colour is offered."""
+        """Legal placements (palette index, placement): see :meth:`_listing`."""
+        return [(slot, placement) for slot, placement, _, _ in self._listing(assembly, targets, ranking)]
+
+    def _listing(
+        self, assembly: Assembly, targets: Sequence[ConnectorRef], ranking: TargetRanking | None = None
+    ) -> list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]]:
+        """Legal placements (palette index, placement, pose, agreement with the target or None). First those
+        ``ranking`` puts first when one is given (tasks with a target: placements that fill the unbuilt target;
+        box parts it knows to be legal are taken without a dry run), then round-robin over target slots, each slot
+        starting at a different palette slot, so that every region of the model and every part and colour is
+        offered; those are checked with a (memoised) dry run."""
         stock = _in_stock(assembly, self.palette)
         if not any(stock):
             return []
-        options: Iterator[tuple[int, Placement]] = _round_robin(
-            [self._options(assembly, t, stock, n) for n, t in enumerate(targets)]
-        )
+        out: list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]] = []
+        attempts = 0
+        seen: set[tuple] = set()
         if ranking is not None:
-            ranked = ranking.order(assembly, targets, stock, min(self.max_attempts, 4 * self.max_candidates))
-            seen = {LegalityMemo.key(p) for _, p in ranked}
-            options = itertools.chain(ranked, (o for o in options if LegalityMemo.key(o[1]) not in seen))
-        out: list[tuple[int, Placement]] = []
-        for attempts, option in enumerate(options, start=1):
-            if self.memo.legal(assembly, option[1]):
-                out.append(option)
+            for r in ranking.order(assembly, targets, stock, min(self.max_attempts, 4 * self.max_candidates)):
+                seen.add(LegalityMemo.key(r.placement))
+                attempts += 1
+                if r.verdict if r.verdict is not None else self.memo.legal(assembly, r.placement):
+                    out.append((r.slot, r.placement, r.pose, r.agreement))
+                    if len(out) >= self.max_candidates:
+                        return out
+                if attempts >= self.max_attempts:
+                    return out
+        options = _round_robin([self._options(assembly, t, stock, n) for n, t in enumerate(targets)])
+        for slot, placement in options:
+            if seen and LegalityMemo.key(placement) in seen:
+                continue
+            attempts += 1
+            if self.memo.legal(assembly, placement):
+                out.append((slot, placement, self.memo.pose(assembly, placement), None))  # type: ignore[arg-type]
                 if len(out) >= self.max_candidates:
                     break
             if attempts >= self.max_attempts:

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Piece, Placement
+from brick_gym.core.progress import TargetProgress
 from brick_gym.core.rules import Rules
 from brick_gym.envs.codecs import Codec, View, make_codec
 from brick_gym.envs.observations import ObservationBuilder, ObservationConfig, yaw_of
 from brick_gym.envs.palette import PaletteSlot, TargetSlots
 from brick_gym.envs.proposals import TargetRanking
-from brick_gym.rewards.terms import FIDELITY_MEMORY, RewardContext, RewardSpec, current_fidelity, standard_rewards
+from brick_gym.rewards.terms import FIDELITY_MEMORY, RewardContext, RewardSpec, frame_fidelity, standard_rewards
 
 if TYPE_CHECKING:
     from brick_gym.core.validity import Report
@@ -141,9 +142,13 @@ class Episode:
         )
         self._slots = TargetSlots(self.palette)
         self._rankings: dict[int, TargetRanking] = {}
+        self._progresses: dict[int, TargetProgress] = {}
         self.task: EnvTask = probe
         self.assembly = Assembly(probe.rules, name=probe.name)
         self.ranking: TargetRanking | None = None
+        self.progress: TargetProgress | None = None
+        """The build measured against the task's target (tasks with one), shared by the ranking, the observation
+        and the fidelity reward terms."""
         self.report: Report | None = None
         """The full validity report, once the episode has ended."""
         self.term_sums: dict[str, float] = {}
@@ -183,25 +188,40 @@ class Episode:
         self.report = None
         self.term_sums = {}
         self.scratch = {}
+        self.progress = self._progress_for(task)
         self.ranking = self._ranking_for(task)
         self._target_tensor = None
         if task.target_voxels is not None:
             from brick_gym.core.voxels import target_tensor
 
             self._target_tensor = target_tensor(task.target_voxels, (self.config.target_size,) * 3)
-            start_ctx = RewardContext(self.assembly, None, None, False, target=task.target_voxels)
-            self.scratch.update(zip(FIDELITY_MEMORY, current_fidelity(start_ctx), strict=True))
+            start_ctx = RewardContext(
+                self.assembly, None, None, False, target=task.target_voxels, progress=self.progress
+            )
+            self.scratch.update(zip(FIDELITY_MEMORY, frame_fidelity(start_ctx), strict=True))
         return start_id
+
+    def _progress_for(self, task: EnvTask) -> TargetProgress | None:
+        """The progress state for ``task``'s target (one per target grid, kept across episodes on it)."""
+        grid = task.target_voxels
+        if grid is None:
+            return None
+        hit = self._progresses.get(id(grid))
+        if hit is None or hit.target is not grid:
+            if len(self._progresses) > 64:
+                self._progresses.clear()
+            hit = self._progresses[id(grid)] = TargetProgress(grid, tuple(sorted({s.colour for s in self.palette})))
+        return hit
 
     def _ranking_for(self, task: EnvTask) -> TargetRanking | None:
         """The candidate order for ``task`` (one per target grid, kept across episodes on the same target)."""
-        if not self.codec.lists_placements or not self.config.rank_by_target or task.target_voxels is None:
+        if not self.codec.lists_placements or not self.config.rank_by_target or self.progress is None:
             return None
         key = id(task.target_voxels)
-        if key not in self._rankings or self._rankings[key].grid is not task.target_voxels:
+        if key not in self._rankings or self._rankings[key].progress is not self.progress:
             if len(self._rankings) > 64:
                 self._rankings.clear()
-            self._rankings[key] = TargetRanking(task.target_voxels, self.palette)
+            self._rankings[key] = TargetRanking(self.progress, self.palette)
         return self._rankings[key]
 
     # ----- acting --------------------------------------------------------------------------------------------
@@ -238,6 +258,7 @@ class Episode:
             terminal,
             target=self.task.target_voxels,
             episode=self.scratch,
+            progress=self.progress,
         )
         if terminal:
             from brick_gym.core.validity import check
@@ -258,6 +279,8 @@ class Episode:
         self, view: View, *, step: int, last_invalid: bool, initial_stock: Sequence[int | None]
     ) -> dict[str, np.ndarray]:
         """The observation of ``view`` (one flat Dict; see :mod:`~brick_gym.envs.observations`)."""
+        if self.progress is not None:
+            self.progress.sync(self.assembly)
         return self.observer.build(
             self.assembly,
             view.targets,
@@ -269,6 +292,8 @@ class Episode:
             candidates=view.candidates,
             candidate_poses=view.poses,
             target_grid=self.task.target_voxels,
+            candidate_agreement=view.agreement,
+            progress=self.progress,
         )
 
     def initial_stock(self) -> list[int | None]:

@@ -94,8 +94,11 @@ class ObservationBuilder:
         candidates: Sequence[tuple[int, Placement]] | None = None,
         candidate_poses: Sequence[np.ndarray] | None = None,
         target_grid: Any = None,
+        candidate_agreement: Sequence[tuple[float, float] | None] | None = None,
+        progress: Any = None,
     ) -> dict[str, np.ndarray]:
-        """The observation for the current state."""
+        """The observation for the current state. ``progress`` (a synced :class:`~brick_gym.core.progress.
+        TargetProgress`) and ``candidate_agreement`` (counted by the ranking) save recounting the target."""
         c = self.config
         pieces = self._pieces_block(assembly)
         tgt = np.zeros((c.max_targets, 7), dtype=np.float32)
@@ -116,7 +119,7 @@ class ObservationBuilder:
                 min(1.0, n / max(1, c.max_pieces)),
                 assembly.component_count / n if n else 0.0,
                 float(last_invalid),
-                self._unfilled(assembly, target_grid),
+                progress.unfilled_fraction if progress is not None else self._unfilled(assembly, target_grid),
             ],
             dtype=np.float32,
         )
@@ -128,7 +131,9 @@ class ObservationBuilder:
             "target": (target if target is not None else np.zeros(c.target_size**3)).astype(np.float32).reshape(-1),
         }
         if c.max_candidates:
-            obs["candidates"] = self._candidates(candidates or (), candidate_poses or (), target_grid)
+            obs["candidates"] = self._candidates(
+                candidates or (), candidate_poses or (), target_grid, candidate_agreement or ()
+            )
         return obs
 
     def _unfilled(self, assembly: Assembly, grid: Any) -> float:
@@ -199,20 +204,35 @@ class ObservationBuilder:
         return row
 
     def _candidates(
-        self, candidates: Sequence[tuple[int, Placement]], poses: Sequence[np.ndarray], target_grid: Any
+        self,
+        candidates: Sequence[tuple[int, Placement]],
+        poses: Sequence[np.ndarray],
+        target_grid: Any,
+        agreement: Sequence[tuple[float, float] | None],
     ) -> np.ndarray:
         c = self.config
         p = c.palette_size
         out = np.zeros((c.max_candidates, 12 + p), dtype=np.float32)
-        for row, ((slot, placement), pose) in enumerate(zip(candidates, poses, strict=True)):
-            out[row, 0] = 1.0
-            out[row, 1 + slot] = 1.0
-            out[row, 1 + p : 4 + p] = _position_features(pose[None, :3, 3], c.scale)[0]
-            out[row, 4 + p + YAWS.index(placement.yaw) % 4] = 1.0
-            if target_grid is not None:
-                shape, colour = self._agreement(target_grid, self.palette[slot], pose)
-                out[row, 8 + p : 11 + p] = shape, colour, float(shape >= 1.0 and colour >= 1.0)
-            out[row, 11 + p] = row / c.max_candidates
+        n = len(candidates)
+        if not n:
+            return out
+        rows = np.arange(n)
+        out[:n, 0] = 1.0
+        out[rows, 1 + np.array([slot for slot, _ in candidates])] = 1.0
+        out[:n, 1 + p : 4 + p] = _position_features(np.array([pose[:3, 3] for pose in poses]), c.scale)
+        out[rows, 4 + p + np.array([YAWS.index(placement.yaw) % 4 for _, placement in candidates])] = 1.0
+        if target_grid is not None:
+            pairs = np.array(
+                [
+                    known
+                    if (known := agreement[row] if row < len(agreement) else None) is not None
+                    else self._agreement(target_grid, self.palette[slot], pose)
+                    for row, ((slot, _), pose) in enumerate(zip(candidates, poses, strict=True))
+                ]
+            )
+            out[:n, 8 + p : 10 + p] = pairs
+            out[:n, 10 + p] = (pairs[:, 0] >= 1.0) & (pairs[:, 1] >= 1.0)
+        out[:n, 11 + p] = rows / c.max_candidates
         return np.clip(out, -BOUND, BOUND)
 
 

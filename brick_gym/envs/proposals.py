@@ -1,11 +1,14 @@
 """Target-guided candidate order for tasks with a target: every (free connector, palette slot, source, yaw)
-placement ranked by how much of the still unbuilt target its piece would fill, in its colour.
+placement ranked by how much of the still unbuilt target its piece would fill, in its colour, with its legality
+known at once for box parts on the lattice.
 
 Why: the candidate list is short (N) while a few free studs already take thousands of placements, so the order
 the codec tries them in decides what a policy can do at all. With a target, the useful placements are the ones
-that fill it. Scores come from summed-volume tables over each piece's box on the target's lattice (bricks and
-plates are boxes; slopes are counted over their own cells), so ranking thousands of placements costs a few array
-operations per step.
+that fill it. Each placement's cells come from precomputed tables (per part, source and yaw, the new piece's
+quarter turn and translation relative to the target connector's frame), so a new slot costs a few array
+operations; scores and legality come from summed-volume tables of :class:`~brick_gym.core.progress.
+TargetProgress` over each piece's box (slopes are counted over their own cells). A box part whose cells meet no
+built cell and no piece off the lattice is legal without a dry run; one that meets a built box part is not.
 """
 
 from __future__ import annotations
@@ -19,40 +22,83 @@ import numpy as np
 from brick_gym.core import connectors as cx
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
 from brick_gym.core.catalog import Connector
+from brick_gym.core.occupancy import box_shape, quarter_turns
+from brick_gym.core.progress import TargetProgress, box_sums
 from brick_gym.core.voxels import VoxelGrid, cell_ranges, fills_its_box, voxelize, world_bounds
 from brick_gym.envs.palette import YAWS, PaletteSlot
+
+_TURNS = np.array(
+    [
+        [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+        [[0, 0, 1], [0, 1, 0], [-1, 0, 0]],
+        [[-1, 0, 0], [0, 1, 0], [0, 0, -1]],
+        [[0, 0, -1], [0, 1, 0], [1, 0, 0]],
+    ],
+    dtype=np.float64,
+)
+"""The upright rotations by quarter turn q (``occupancy.quarter_turns`` reads them back as q)."""
+
+Verdict = bool | None
+"""A placement's legality when known without a dry run: True, False, or None (ask the assembly)."""
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One ranked placement: its palette slot, the placement, what is known of its legality, the pose it gives
+    the new part, and its agreement with the target (fraction of its cells the target fills, and fills in its
+    colour)."""
+
+    slot: int
+    placement: Placement
+    verdict: Verdict
+    pose: np.ndarray
+    agreement: tuple[float, float]
 
 
 @dataclass(frozen=True)
 class _StemOptions:
-    """Every (source, yaw) a palette part can be placed with, as local transforms (pose = slot frame @ local)."""
+    """Every (source, yaw) a palette part can be placed with, relative to the target connector's frame."""
 
     stem: str
     slots: tuple[int, ...]
     """Palette indices that use this part (one per colour)."""
-    sources: tuple[tuple[str, int], ...]
+    sources: tuple[Connector, ...]
+    source_refs: tuple[tuple[str, int], ...]
     local: np.ndarray
-    """(S * 4, 4, 4): source-major, then yaw."""
+    """(S * 4, 4, 4) transforms target frame -> new part, source-major, then yaw."""
+    quarters: np.ndarray | None
+    """(S * 4,) quarter turns of ``local`` when every one is upright, else None (then poses are multiplied out)."""
+    bounds: np.ndarray
+    """(4, 2, 3) low/high corners (x, up, z, LDU) of the part's mesh bounds per quarter turn, in its own frame."""
+    box: np.ndarray | None
+    """(4, 3) low corner (x, up, z) of a box part's whole-cell box per quarter turn (None for other parts)."""
 
 
 @cache
 def _local_transforms(family: str, source: Connector) -> np.ndarray:
     """(4, 4, 4) transforms from a target connector's frame to the new part's frame, one per yaw."""
-    return np.stack([cx.joint_motion(family, yaw=y) @ cx.rigid_inverse(source.frame) for y in YAWS])
+    return np.stack([cx.mating_transform(source, family, y) for y in YAWS])
+
+
+def _turned_bounds(stem: str) -> np.ndarray:
+    """(4, 2, 3) (x, up, z) bounds of a part's mesh per quarter turn about the vertical."""
+    lo, hi = world_bounds(stem, np.stack([np.pad(t, ((0, 1), (0, 1))) + np.diag([0, 0, 0, 1.0]) for t in _TURNS]))
+    return np.stack([lo, hi], axis=1)
 
 
 class TargetRanking:
     """Orders placements for one target; :meth:`order` is what :class:`CandidateCodec` tries, best first."""
 
-    def __init__(self, grid: VoxelGrid, palette: Sequence[PaletteSlot]) -> None:
-        self.grid = grid
+    def __init__(self, target: TargetProgress | VoxelGrid, palette: Sequence[PaletteSlot]) -> None:
+        """``target``: the episode's progress state, or a target grid (which then gets its own)."""
+        colours = tuple(sorted({s.colour for s in palette}))
+        progress = target if isinstance(target, TargetProgress) else TargetProgress(target, colours)
+        self.progress = progress
+        self.grid = progress.target
         self.palette = tuple(palette)
-        colours = sorted({s.colour for s in self.palette})
-        occ, col = grid.occupancy, grid.colours
-        self._target = np.stack([occ, *[occ & (col == c) for c in colours]])
-        self._pitch = np.asarray(grid.pitch, dtype=np.float64)
-        self._phase = np.asarray(grid.offset, dtype=np.float64)
-        self._origin = np.asarray(grid.origin, dtype=np.int64)
+        colours = list(progress.colours)
+        self._pitch = np.asarray(self.grid.pitch, dtype=np.float64)
+        self._phase = np.asarray(self.grid.offset, dtype=np.float64) % self._pitch
         by_stem: dict[tuple[str, tuple[tuple[str, int], ...]], list[int]] = {}
         for i, s in enumerate(self.palette):
             by_stem.setdefault((s.stem, s.sources), []).append(i)
@@ -61,70 +107,149 @@ class TargetRanking:
         for k, option in enumerate(self._stems):
             stem_of[list(option.slots)] = k
         self._stem_of_slot = stem_of
-        self._channel_of_slot = np.array([1 + colours.index(s.colour) for s in self.palette], dtype=np.int64)
+        missing = len(colours)  # a colour the target lacks: its channel is the always-empty one past the last
+        self._channel_of_slot = np.array(
+            [1 + (colours.index(s.colour) if s.colour in colours else missing) for s in self.palette], dtype=np.int64
+        )
+        self._table = _table(self._stems)
+        self._mates: dict[tuple[str, str, str | None], np.ndarray] = {}
         self._slot_rows: dict[ConnectorRef, tuple[object, np.ndarray]] = {}
+        self._agreements: dict[tuple[int, tuple[int, ...], int], tuple[float, float]] = {}
         self._shapes: list[np.ndarray] = []
-        """Cell offsets from the box's low corner of a non-box part in one orientation (rows' last column)."""
+        """Cell offsets from the box's low corner of a non-box part in one orientation (rows' shape column)."""
         self._shape_of: dict[tuple[str, bytes], int] = {}
 
-    def _stem_options(self, stem: str, sources: tuple[tuple[str, int], ...], slots: tuple[int, ...]) -> _StemOptions:
+    def _stem_options(self, stem: str, refs: tuple[tuple[str, int], ...], slots: tuple[int, ...]) -> _StemOptions:
         part = self.palette[slots[0]].part
-        local = np.concatenate(
-            [_local_transforms(part.connector(g, i).family, part.connector(g, i)) for g, i in sources]
+        sources = tuple(part.connector(g, i) for g, i in refs)
+        local = np.concatenate([_local_transforms(c.family, c) for c in sources])
+        quarters = [quarter_turns(m) for m in local]
+        shape = box_shape(stem)
+        box = None
+        if shape is not None:
+            box = np.array([lo for lo, _ in shape.turned], dtype=np.float64)
+        return _StemOptions(
+            stem,
+            slots,
+            sources,
+            refs,
+            local,
+            None if any(q is None for q in quarters) else np.array(quarters, dtype=np.int64),
+            _turned_bounds(stem),
+            box,
         )
-        return _StemOptions(stem, slots, sources, local)
 
     def order(
         self, assembly: Assembly, targets: Sequence[ConnectorRef], stock: Sequence[bool], limit: int
-    ) -> list[tuple[int, Placement]]:
-        """Up to ``limit`` (palette index, placement) pairs at ``targets`` whose piece would fill some unbuilt
-        target cell, best first. Only in-stock parts whose source mates the slot; score = (unbuilt target cells in
-        the piece's cells + those in its colour) / its cells; placements that meet a built cell (they collide)
-        come after the rest; ties go to the larger piece, then in slot, palette, source, yaw order. A part in a
-        colour filling the same cells is listed once."""
+    ) -> list[Ranked]:
+        """Up to ``limit`` placements at ``targets`` whose piece would fill some unbuilt target cell, best first.
+        Only in-stock parts whose source mates the slot; score = (unbuilt target cells in the piece's cells + those
+        in its colour) / its cells; placements known to collide are dropped, those that may collide (they meet a
+        built cell off the grid's certainty) come after the rest; ties go to the larger piece, then slot, palette,
+        source, yaw order. A part in a colour filling the same cells is listed once."""
         if not targets or not any(stock):
             return []
+        progress = self.progress
+        progress.sync(assembly)
         per_slot = [self._rows(assembly, ref) for ref in targets]
         rows = np.concatenate(per_slot)
         t_of = np.repeat(np.arange(len(targets)), [len(r) for r in per_slot])
         a, b = rows[:, 2:5], rows[:, 5:8]
         volume = np.maximum(np.prod(np.maximum(b - a + 1, 0), axis=1), 1)
-        cells, table = self._tables(assembly)
-        sums = self._box_sums(table, a, b)  # remaining, remaining per colour, built
-        self._exact_shapes(cells, rows, sums, volume)
-        hit = np.flatnonzero(sums[:, 0] > 0)
-        # (row, palette slot) pairs: the slot uses the row's part and is in stock
+        sums = box_sums(progress.tables(), a, b)  # left, built, uncertain
+        slopes = rows[:, 8] >= 0
+        if slopes.any():
+            self._exact_shapes(rows, sums, volume, slopes)
+        inside = np.all(a >= 0, axis=1) & np.all(b < np.asarray(progress.shape), axis=1)
+        certain = inside & (rows[:, 9] == 1) & (sums[:, 2] == 0)
+        built = sums[:, 1] > 0
+        hit = np.flatnonzero((sums[:, 0] > 0) & ~(certain & built))
         usable = (rows[hit, :1] == self._stem_of_slot[None, :]) & np.asarray(stock, dtype=bool)[None, :]
         i, p = np.nonzero(usable)
         r = hit[i]
-        score = (sums[r, 0] + sums[r, self._channel_of_slot[p]]) / volume[r]
-        blocked = sums[r, -1] > 0
+        colour_left = box_sums(progress.colour_tables(), a[r], b[r], self._channel_of_slot[p] - 1)
+        if slopes[r].any():
+            colour_left[slopes[r]] = self._exact_colour(rows[r[slopes[r]]], p[slopes[r]])
+        score = (sums[r, 0] + colour_left) / volume[r]
+        maybe_blocked = built[r]
         if len(r) > 4 * limit:  # the best 4 * limit before the exact sort (duplicates are dropped after)
-            keep = np.argpartition(blocked * 10.0 - score, 4 * limit)[: 4 * limit]
-            r, p, score, blocked = r[keep], p[keep], score[keep], blocked[keep]
-        order = np.lexsort((rows[r, 1], p, t_of[r], -volume[r], -score, blocked))
+            best = np.argpartition(maybe_blocked * 10.0 - score, 4 * limit)[: 4 * limit]
+            r, p, score, maybe_blocked = r[best], p[best], score[best], maybe_blocked[best]
+        order = np.lexsort((rows[r, 1], p, t_of[r], -volume[r], -score, maybe_blocked))
         r, p = r[order], p[order]
         _, first = np.unique(np.column_stack([p, a[r], b[r], rows[r, 8]]), axis=0, return_index=True)
         first = np.sort(first)[:limit]
+        picked_r, picked_p = r[first], p[first]
+        goal = box_sums(progress.goal_tables, a[picked_r], b[picked_r])
+        goal_colour = np.concatenate([goal, np.zeros((len(goal), 1), dtype=goal.dtype)], axis=1)  # + absent colours
+        frames = np.array([assembly.connector_frame(targets[int(t)]) for t in t_of[picked_r]]).reshape(-1, 4, 4)
+        locals_ = np.array([self._stems[int(k)].local[int(j)] for k, j in rows[picked_r, :2]]).reshape(-1, 4, 4)
+        poses = frames @ locals_
         out = []
-        for row, t, slot in zip(rows[r[first]], t_of[r[first]], p[first], strict=True):
+        for n, (row, t, slot) in enumerate(zip(rows[picked_r], t_of[picked_r], picked_p, strict=True)):
             k, j = int(row[0]), int(row[1])
             palette = self.palette[int(slot)]
-            source = self._stems[k].sources[j // len(YAWS)]
-            out.append((int(slot), Placement(palette.stem, palette.colour, targets[t], source, YAWS[j % len(YAWS)])))
+            option = self._stems[k]
+            source = option.source_refs[j // len(YAWS)]
+            placement = Placement(palette.stem, palette.colour, targets[int(t)], source, YAWS[j % len(YAWS)])
+            verdict: Verdict = True if certain[picked_r[n]] else None
+            if row[8] >= 0:  # a slope: its agreement over its own cells
+                agreement = self._shape_agreement(row, int(slot))
+            else:
+                vol = float(volume[picked_r[n]])
+                agreement = (goal[n, 0] / vol, goal_colour[n, self._channel_of_slot[int(slot)]] / vol)
+            out.append(Ranked(int(slot), placement, verdict, poses[n], agreement))
         return out
 
-    def _exact_shapes(self, cells: np.ndarray, rows: np.ndarray, sums: np.ndarray, volume: np.ndarray) -> None:
+    def _shape_agreement(self, row: np.ndarray, slot: int) -> tuple[float, float]:
+        """(fraction of a non-box piece's own cells the target fills, fills in the slot's colour), memoised: the
+        target does not change."""
+        key = (int(row[8]), tuple(int(v) for v in row[2:5]), int(self._channel_of_slot[slot]))
+        hit = self._agreements.get(key)
+        if hit is None:
+            hit = self._agreements[key] = self._count_shape_agreement(row, slot)
+        return hit
+
+    def _count_shape_agreement(self, row: np.ndarray, slot: int) -> tuple[float, float]:
+        offsets = self._shapes[int(row[8])]
+        pts = row[None, 2:5] + offsets
+        inside = np.all((pts >= 0) & (pts < np.asarray(self.progress.shape)), axis=1)
+        pts = pts[inside]
+        goal = self.progress.goal[pts[:, 0], pts[:, 1], pts[:, 2]]
+        channel = self._channel_of_slot[slot] - 1
+        by_colour = self.progress.goal_by_colour
+        same = by_colour[channel][pts[:, 0], pts[:, 1], pts[:, 2]] if channel < len(by_colour) else goal & False
+        n = max(len(offsets), 1)
+        return float(goal.sum()) / n, float(same.sum()) / n
+
+    def _exact_shapes(self, rows: np.ndarray, sums: np.ndarray, volume: np.ndarray, slopes: np.ndarray) -> None:
         """Recount, in place, the rows of parts that are not boxes (slopes) over their own cells."""
-        for code in np.unique(rows[:, 8][rows[:, 8] >= 0]):
+        cells = self.progress.channels()
+        for code in np.unique(rows[slopes, 8]):
             idx = np.flatnonzero(rows[:, 8] == code)
-            offsets = self._shapes[int(code)]
-            pts = rows[idx, None, 2:5] + offsets[None]  # (n, m, 3)
-            inside = np.all((pts >= 0) & (pts < np.asarray(cells.shape[1:])), axis=-1)
-            pts = np.where(inside[..., None], pts, 0)
+            pts, inside = self._shape_points(rows[idx], int(code))
             picked = cells[:, pts[..., 0], pts[..., 1], pts[..., 2]] & inside  # (channels, n, m)
             sums[idx] = picked.sum(axis=-1).T
-            volume[idx] = max(len(offsets), 1)
+            volume[idx] = max(len(self._shapes[int(code)]), 1)
+
+    def _exact_colour(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Target cells left in each slot's colour over the own cells of non-box rows."""
+        cells = self.progress.colour_channels()
+        cells = np.concatenate([cells, np.zeros((1, *cells.shape[1:]), dtype=bool)])  # absent colours: empty
+        channel = self._channel_of_slot[slots] - 1
+        out = np.zeros(len(rows), dtype=np.int64)
+        for code in np.unique(rows[:, 8]):
+            idx = np.flatnonzero(rows[:, 8] == code)
+            pts, inside = self._shape_points(rows[idx], int(code))
+            out[idx] = (cells[channel[idx, None], pts[..., 0], pts[..., 1], pts[..., 2]] & inside).sum(axis=1)
+        return out
+
+    def _shape_points(self, rows: np.ndarray, code: int) -> tuple[np.ndarray, np.ndarray]:
+        """(n, m, 3) cells of non-box rows (clamped into the arrays) and (n, m) whether each lies inside."""
+        offsets = self._shapes[code]
+        pts = rows[:, None, 2:5] + offsets[None]
+        inside = np.all((pts >= 0) & (pts < np.asarray(self.progress.shape)), axis=-1)
+        return np.where(inside[..., None], pts, 0), inside
 
     def _shape_code(self, stem: str, pose: np.ndarray, low: np.ndarray) -> int:
         """The index of ``stem``'s cell offsets in ``pose``'s orientation, found by voxelising it once."""
@@ -132,55 +257,109 @@ class TargetRanking:
         code = self._shape_of.get(key)
         if code is None:
             piece = voxelize([(stem, 0, pose)], self.grid.pitch, self.grid.offset)
-            self._shapes.append(piece.indices() - self._origin - low)
+            self._shapes.append(piece.indices() - self.progress.origin - low)
             code = self._shape_of[key] = len(self._shapes) - 1
         return code
 
     def _rows(self, assembly: Assembly, ref: ConnectorRef) -> np.ndarray:
-        """(n, 9) int rows (part, source * 4 + yaw, box low (3), box high (3), shape code) of every placement at
-        ``ref`` whose source mates it, boxes in cells of the target's array; the shape code is −1 for box parts
-        (bricks, plates), else the index of its cells in :attr:`_shapes` (memoised per host piece object)."""
+        """(n, 10) int rows (part, source * 4 + yaw, box low (3), box high (3), shape code, on the lattice) of every
+        placement at ``ref`` whose source mates it, boxes in cells of the progress arrays; the shape code is −1 for
+        parts that fill their box, else the index of their cells in :attr:`_shapes`. Memoised per host piece
+        object; a slot on an upright connector costs a few array operations over every part at once."""
         host = assembly.pieces[ref.piece]
         hit = self._slot_rows.get(ref)
         if hit is not None and hit[0] is host:
             return hit[1]
         frame = assembly.connector_frame(ref)
         t_conn = host.part.connector(ref.group, ref.index)
-        chunks = []
-        for k, option in enumerate(self._stems):
-            part = self.palette[option.slots[0]].part
-            mates = np.repeat([cx.mates(t_conn, part.connector(g, i)) for g, i in option.sources], len(YAWS))
-            if not mates.any():
-                continue
-            poses = frame @ option.local[mates]
-            a, b = cell_ranges(*world_bounds(option.stem, poses), self._pitch, self._phase)
-            a, b = a - self._origin, b - self._origin
-            shape = np.full(len(a), -1)
-            if not fills_its_box(option.stem):
-                shape = np.array([self._shape_code(option.stem, q, lo) for q, lo in zip(poses, a, strict=True)])
-            chunks.append(np.column_stack([np.full(len(a), k), np.flatnonzero(mates), a, b, shape]))
-        rows = np.concatenate(chunks) if chunks else np.zeros((0, 9), dtype=np.int64)
-        self._slot_rows[ref] = (host, rows)
-        return rows
+        t = self._table
+        sel = np.flatnonzero(self._mating_rows(t_conn))
+        if not len(sel):
+            rows = np.zeros((0, 10), dtype=np.int64)
+            self._slot_rows[ref] = (host, rows)
+            return rows
+        q_frame = quarter_turns(frame)
+        local = t.local[sel]
+        if q_frame is not None and np.all(t.quarters[sel] >= 0):  # all upright: no 4x4 products
+            quarters = (q_frame + t.quarters[sel]) % 4
+            translation = frame[:3, 3] + local[:, :3, 3] @ frame[:3, :3].T
+            up = translation * np.array([1.0, -1.0, 1.0])
+            lo_up = up + t.bounds[sel, quarters, 0]
+            hi_up = up + t.bounds[sel, quarters, 1]
+            edges = (up + t.box[sel, quarters]) / self._pitch
+            on_grid = t.box_part[sel] & np.all(np.abs(edges - np.round(edges)) < 1e-6, axis=1)
+        else:
+            poses = frame @ local
+            lo_up, hi_up = np.zeros((len(sel), 3)), np.zeros((len(sel), 3))
+            for k in np.unique(t.stem[sel]):
+                mine = t.stem[sel] == k
+                lo_up[mine], hi_up[mine] = world_bounds(self._stems[int(k)].stem, poses[mine])
+            on_grid = np.zeros(len(sel), dtype=bool)  # off the upright lattice: the assembly decides
+        a, b = cell_ranges(lo_up, hi_up, self._pitch, self._phase)
+        a, b = a - self.progress.origin, b - self.progress.origin
+        shape = np.full(len(sel), -1)
+        for n in np.flatnonzero(~t.fills[sel]):  # slopes: their own cells, one voxelisation per orientation
+            stem = self._stems[int(t.stem[sel[n]])].stem
+            shape[n] = self._shape_code(stem, frame @ local[n], a[n])
+        rows = np.column_stack([t.stem[sel], t.option[sel], a, b, shape, (on_grid & self.progress.lattice)])
+        self._slot_rows[ref] = (host, rows.astype(np.int64))
+        return self._slot_rows[ref][1]
 
-    def _tables(self, assembly: Assembly) -> tuple[np.ndarray, np.ndarray]:
-        """Summed-volume tables (channels, X + 1, U + 1, Z + 1) over the target's box: the target cells not yet
-        built, the same per palette colour, then the built cells; with those cells (channels, X, U, Z)."""
-        built = voxelize(assembly, self.grid.pitch, self.grid.offset).to_dense(self.grid.shape, self.grid.origin)
-        cells = np.concatenate([self._target & ~built, built[None]])
-        table = np.zeros((cells.shape[0], *(n + 1 for n in cells.shape[1:])), dtype=np.int32)
-        table[:, 1:, 1:, 1:] = cells.cumsum(1).cumsum(2).cumsum(3)
-        return cells, table
+    def _mating_rows(self, target: Connector) -> np.ndarray:
+        """Which table rows have a source that mates ``target`` (memoised per connector type)."""
+        key = (target.kind, target.subtype, target.polarity)
+        hit = self._mates.get(key)
+        if hit is None:
+            hit = self._mates[key] = np.array([cx.mates(target, c) for c in self._table.source], dtype=bool)
+        return hit
 
-    @staticmethod
-    def _box_sums(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """(n, channels) cells per channel inside the inclusive boxes ``[a, b]`` (clipped to the grid)."""
-        shape = np.asarray(table.shape[1:]) - 1
-        lo = np.clip(a, 0, shape)
-        hi = np.maximum(np.clip(b + 1, 0, shape), lo)
-        total = np.zeros((len(a), table.shape[0]), dtype=np.int64)
-        for corner in range(8):
-            pick = [(hi if corner >> d & 1 else lo)[:, d] for d in range(3)]
-            sign = -1 if (3 - bin(corner).count("1")) % 2 else 1
-            total += sign * table[:, pick[0], pick[1], pick[2]].T
-        return total
+
+@dataclass(frozen=True)
+class _Table:
+    """Every (part, source, yaw) of a palette as rows, for all slots at once."""
+
+    stem: np.ndarray
+    """(R,) index into the ranking's stem options."""
+    option: np.ndarray
+    """(R,) source * 4 + yaw within the part."""
+    source: tuple[Connector, ...]
+    local: np.ndarray
+    """(R, 4, 4) target connector frame -> new part."""
+    quarters: np.ndarray
+    """(R,) quarter turns of ``local`` when upright, −1 otherwise."""
+    bounds: np.ndarray
+    """(R, 4, 2, 3) the part's mesh bounds (x, up, z) per quarter turn."""
+    box: np.ndarray
+    """(R, 4, 3) low corner of a box part's whole-cell box per quarter turn (0 for other parts)."""
+    box_part: np.ndarray
+    fills: np.ndarray
+    """(R,) whether the part fills its box on the lattice (the cell range is its cells)."""
+
+
+def _table(stems: Sequence[_StemOptions]) -> _Table:
+    stem, option, source, local, quarters, bounds, box, box_part, fills = ([] for _ in range(9))
+    for k, opt in enumerate(stems):
+        for j in range(len(opt.local)):
+            stem.append(k)
+            option.append(j)
+            source.append(opt.sources[j // len(YAWS)])
+            local.append(opt.local[j])
+            quarters.append(-1 if opt.quarters is None else int(opt.quarters[j]))
+            bounds.append(opt.bounds)
+            box.append(np.zeros((4, 3)) if opt.box is None else opt.box)
+            box_part.append(opt.box is not None)
+            fills.append(fills_its_box(opt.stem))
+    return _Table(
+        np.array(stem, dtype=np.int64),
+        np.array(option, dtype=np.int64),
+        tuple(source),
+        np.array(local, dtype=np.float64).reshape(-1, 4, 4),
+        np.array(quarters, dtype=np.int64),
+        np.array(bounds, dtype=np.float64).reshape(-1, 4, 2, 3),
+        np.array(box, dtype=np.float64).reshape(-1, 4, 3),
+        np.array(box_part, dtype=bool),
+        np.array(fills, dtype=bool),
+    )
+
+
+__all__ = ["Ranked", "TargetRanking", "Verdict"]

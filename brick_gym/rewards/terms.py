@@ -32,6 +32,9 @@ class RewardContext:
     """Scratch space shared by terms within one step (e.g. a fidelity score computed once)."""
     episode: dict[str, Any] = field(default_factory=dict)
     """Scratch space that lives for the whole episode (e.g. the previous fidelity for Δ-shaping)."""
+    progress: Any = None
+    """The episode's :class:`~brick_gym.core.progress.TargetProgress` when the caller keeps one (environments do),
+    so that Δ-fidelity costs the new piece's cells; without it the terms measure the assembly from scratch."""
 
 
 class RewardTerm(Protocol):
@@ -97,15 +100,34 @@ def _fidelity_colour(ctx: RewardContext) -> float:
     return current_fidelity(ctx)[1]
 
 
+def frame_fidelity(ctx: RewardContext) -> tuple[float, float]:
+    """(shape IoU, colour IoU) against the target in the build's own frame (no alignment search: a Fidelity build
+    shares its target's base plate), from the episode's progress when there is one."""
+    if ctx.target is None:
+        return 0.0, 0.0
+    progress = ctx.progress
+    if progress is None:
+        progress = ctx.cache.get("progress")
+        if progress is None:
+            from brick_gym.core.progress import TargetProgress
+
+            progress = ctx.cache["progress"] = TargetProgress(ctx.target)
+    progress.sync(ctx.assembly)
+    return progress.shape_iou, progress.colour_iou
+
+
 FIDELITY_MEMORY = ("last_fidelity", "last_fidelity_colour")
-"""Episode keys holding the last (shape, colour) fidelity the Δ terms paid up to; the env seeds them at reset."""
+"""Episode keys holding the last (shape, colour) frame fidelity the Δ terms paid up to; the env seeds them at
+reset with the start piece's."""
 
 
 def _fidelity_change(ctx: RewardContext, which: int) -> float:
-    """Δ of shape (``which`` 0) or colour (1) fidelity since the last placement that was paid."""
+    """Δ of shape (``which`` 0) or colour (1) fidelity in the build's frame since the last placement that was
+    paid: a dense signal that telescopes to the final frame fidelity, which is bricky's fidelity once the target
+    is built (1.0)."""
     if ctx.target is None or ctx.outcome is None or not ctx.outcome.ok:
         return 0.0
-    now = current_fidelity(ctx)[which]
+    now = frame_fidelity(ctx)[which]
     before = ctx.episode.get(FIDELITY_MEMORY[which], 0.0)
     ctx.episode[FIDELITY_MEMORY[which]] = now
     return now - before

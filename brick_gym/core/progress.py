@@ -1,0 +1,213 @@
+"""An assembly's cells on a target's lattice, kept up to date piece by piece.
+
+One object per episode answers what the target ranking, the observation and the fidelity reward terms all ask:
+which target cells are built and which are left (per colour), the shape and colour IoU in the build's own frame
+(Fidelity builds share their target's base plate, so no alignment search is needed between steps), and whether
+a box of cells is free for sure. It covers the target's box plus a margin; a new piece adds its cells (a box
+part on the lattice: its cell range; any other part: its voxelised cells for the metric and its bounding cells
+as "uncertain" for legality), so a step costs the new piece's cells, not the assembly. Removing a piece
+rebuilds from scratch (environments only add).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from brick_gym.core.occupancy import range_of_bounds, studs_reach
+from brick_gym.core.voxels import DEFAULT_PITCH, VoxelGrid, voxelize
+
+MARGIN = (4, 3, 4)
+"""Cells kept around the target's box along (x, up, z): enough for a piece of up to 4 studs (or 3 plates) that
+fills some target cell to lie inside the arrays; pieces beyond are counted as overflow, their cells there not."""
+
+
+def summed_volume(cells: np.ndarray) -> np.ndarray:
+    """Summed-volume tables (channels, X + 1, U + 1, Z + 1) of boolean or count arrays (channels, X, U, Z)."""
+    table = np.zeros((cells.shape[0], *(n + 1 for n in cells.shape[1:])), dtype=np.int32)
+    table[:, 1:, 1:, 1:] = cells.cumsum(1, dtype=np.int32).cumsum(2).cumsum(3)
+    return table
+
+
+def box_sums(table: np.ndarray, lo: np.ndarray, hi: np.ndarray, channels: np.ndarray | None = None) -> np.ndarray:
+    """(n, tables) totals of each summed-volume table over the inclusive cell boxes ``[lo, hi]`` (clipped to the
+    table); ``channels``, one table index per box, gives the (n,) totals of those tables instead."""
+    shape = np.asarray(table.shape[1:]) - 1
+    a = np.clip(lo, 0, shape)
+    b = np.maximum(np.clip(hi + 1, 0, shape), a)
+    total = np.zeros(len(lo) if channels is not None else (len(lo), table.shape[0]), dtype=np.int64)
+    for corner in range(8):
+        x, y, z = ((b if corner >> d & 1 else a)[:, d] for d in range(3))
+        sign = -1 if (3 - bin(corner).count("1")) % 2 else 1
+        total += sign * (table[channels, x, y, z] if channels is not None else table[:, x, y, z].T)
+    return total
+
+
+class TargetProgress:
+    """The build measured against one target, incrementally (see the module docstring)."""
+
+    def __init__(self, target: VoxelGrid, colours: tuple[int, ...] | None = None) -> None:
+        self.target = target
+        self.colours = (
+            tuple(sorted({int(c) for c in np.unique(target.colours[target.occupancy])}))
+            if colours is None
+            else tuple(colours)
+        )
+        """The colour channels the per-colour arrays keep (default: the target's colours)."""
+        self.lattice = tuple(target.pitch) == DEFAULT_PITCH and not np.any(np.asarray(target.offset) % target.pitch)
+        """Whether the target's lattice is the occupancy grid's (phase 0): box parts then add by cell range."""
+        self.origin = np.asarray(target.origin, dtype=np.int64) - MARGIN
+        """Lattice index of the arrays' [0, 0, 0] cell."""
+        self.shape = tuple(int(n) + 2 * m for n, m in zip(target.shape, MARGIN, strict=True))
+        self.goal = target.to_dense(self.shape, tuple(self.origin))  # type: ignore[arg-type]
+        goal_colour = target.to_dense(self.shape, tuple(self.origin), colours=True)  # type: ignore[arg-type]
+        self.goal_by_colour = (
+            np.stack([self.goal & (goal_colour == c) for c in self.colours])
+            if self.colours
+            else np.zeros((0, *self.shape), dtype=bool)
+        )
+        self.goal_tables = summed_volume(np.concatenate([self.goal[None], self.goal_by_colour]))
+        """Static tables of the target: all its cells, then its cells per colour (for candidate agreement)."""
+        self.goal_count = int(self.goal.sum())
+        self._goal_colour = goal_colour
+        self._reset()
+
+    def _reset(self) -> None:
+        self.built = np.zeros(self.shape, dtype=bool)
+        self.built_colour = np.full(self.shape, -1, dtype=np.int32)
+        self.uncertain = np.zeros(self.shape, dtype=np.int32)
+        """Count of non-box pieces whose bounding cells (with stud reach) cover each cell: box verdicts there
+        need the narrow phase."""
+        self.overflow = 0
+        """Pieces with cells outside the arrays (their cells there are not counted)."""
+        self.inter = 0
+        self.inter_colour = 0
+        self.built_count = 0
+        self._known: dict[int, object] = {}
+        self._owner: Any = None
+        self._revision = -1
+        self._channels: np.ndarray | None = None
+        self._colour_channels: np.ndarray | None = None
+        self._channels_revision = -1
+        self._tables: np.ndarray | None = None
+        self._colour_tables: np.ndarray | None = None
+
+    # ----- keeping up --------------------------------------------------------------------------------------
+    def sync(self, assembly: Any) -> None:
+        """Bring the state up to ``assembly``: add new pieces; rebuild when a piece was removed or replaced."""
+        if assembly is self._owner and assembly.revision == self._revision:
+            return
+        pieces = assembly.pieces
+        if assembly is not self._owner or any(pieces.get(pid) is not p for pid, p in self._known.items()):
+            self._reset()
+            self._owner = assembly
+        for pid in sorted(pieces):
+            if pid not in self._known:
+                self._add(pieces[pid])
+        self._revision = assembly.revision
+
+    def _add(self, piece: Any) -> None:
+        self._known[piece.id] = piece
+        lattice = piece.lattice if self.lattice else None
+        if lattice is not None:
+            i0, j0, k0, i1, j1, k1 = lattice[1]
+            lo = np.array([i0, j0, k0]) - self.origin
+            hi = np.array([i1, j1, k1]) - self.origin
+            if np.any(lo < 0) or np.any(hi >= self.shape):
+                self.overflow += 1
+            lo, hi = np.maximum(lo, 0), np.minimum(hi, np.asarray(self.shape) - 1)
+            if np.any(hi < lo):
+                return
+            box = tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))
+            fresh = ~self.built[box]
+            self._fill(box, fresh, piece.colour)
+            return
+        from brick_gym.core.collision import world_aabb
+
+        cells = voxelize([piece], self.target.pitch, self.target.offset).indices() - self.origin
+        inside = np.all((cells >= 0) & (cells < self.shape), axis=1)
+        self.overflow += int(not inside.all())
+        cells = cells[inside]
+        if len(cells):
+            idx = (cells[:, 0], cells[:, 1], cells[:, 2])
+            fresh = ~self.built[idx]
+            idx = tuple(i[fresh] for i in idx)
+            self._fill(idx, np.ones(len(idx[0]), dtype=bool), piece.colour)
+        i0, j0, k0, i1, j1, k1 = studs_reach(range_of_bounds(*world_aabb(piece.part.stem, piece.pose)))
+        lo = np.maximum(np.array([i0, j0, k0]) - self.origin, 0)
+        hi = np.minimum(np.array([i1, j1, k1]) - self.origin, np.asarray(self.shape) - 1)
+        if np.all(hi >= lo):
+            self.uncertain[tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))] += 1
+
+    def _fill(self, where: Any, fresh: np.ndarray, colour: int) -> None:
+        """Mark the ``fresh`` cells of ``where`` built in ``colour`` (cells already built keep their piece)."""
+        goal = self.goal[where][fresh]
+        same = self._goal_colour[where][fresh] == colour
+        self.inter += int(goal.sum())
+        self.inter_colour += int((goal & same).sum())
+        self.built_count += int(fresh.sum())
+        built = self.built[where]
+        built_colour = self.built_colour[where]
+        built_colour[fresh] = colour
+        built |= fresh
+        self.built[where] = built
+        self.built_colour[where] = built_colour
+
+    # ----- what the consumers read -------------------------------------------------------------------------
+    @property
+    def shape_iou(self) -> float:
+        """Cells built and in the target over cells in either, in the build's own frame."""
+        union = self.goal_count + self.built_count - self.inter
+        return self.inter / union if union else 1.0
+
+    @property
+    def colour_iou(self) -> float:
+        """As :attr:`shape_iou`, counting only cells built in the target's colour."""
+        union = self.goal_count + self.built_count - self.inter
+        return self.inter_colour / union if union else 1.0
+
+    @property
+    def unfilled_fraction(self) -> float:
+        """The target's share of cells still empty (0 once it is covered)."""
+        return (self.goal_count - self.inter) / self.goal_count if self.goal_count else 0.0
+
+    def channels(self) -> np.ndarray:
+        """(3, X, U, Z) booleans, memoised per revision: target cells left, built cells, uncertain cells."""
+        self._refresh()
+        assert self._channels is not None
+        return self._channels
+
+    def colour_channels(self) -> np.ndarray:
+        """(colours, X, U, Z): target cells left per colour of :attr:`colours` (memoised per revision)."""
+        self._refresh()
+        assert self._colour_channels is not None
+        return self._colour_channels
+
+    def tables(self) -> np.ndarray:
+        """Summed-volume tables of :meth:`channels`."""
+        self._refresh()
+        if self._tables is None:
+            self._tables = summed_volume(self._channels)  # type: ignore[arg-type]
+        return self._tables
+
+    def colour_tables(self) -> np.ndarray:
+        """Summed-volume tables of :meth:`colour_channels`, with one empty table after them (for colours the
+        target does not have)."""
+        self._refresh()
+        if self._colour_tables is None:
+            cells = self._colour_channels
+            assert cells is not None
+            self._colour_tables = summed_volume(np.concatenate([cells, np.zeros((1, *self.shape), dtype=bool)]))
+        return self._colour_tables
+
+    def _refresh(self) -> None:
+        if self._channels is None or self._channels_revision != self._revision:
+            left = self.goal & ~self.built
+            self._channels = np.stack([left, self.built, self.uncertain > 0])
+            self._colour_channels = self.goal_by_colour & ~self.built[None]
+            self._channels_revision = self._revision
+            self._tables = self._colour_tables = None
+
+
+__all__ = ["MARGIN", "TargetProgress", "box_sums", "summed_volume"]

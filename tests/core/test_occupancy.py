@@ -1,0 +1,177 @@
+"""The occupancy grid: which parts are boxes, their cells, and verdicts that equal the fcl narrow phase.
+
+The grid may decide a box part's collisions by its cells alone only because that verdict is the fcl verdict on
+every placement: the agreement tests grow random assemblies through connectors (box and non-box parts, all
+yaws, stacked and side by side) and compare each placement's verdict with a plain fcl test against every piece.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from brick_gym.core import connectors as cx
+from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.catalog import part
+from brick_gym.core.collision import pair_verdicts, world_aabb
+from brick_gym.core.occupancy import CellIndex, box_shape, cell_range, lattice_connectors, quarter_turns
+from brick_gym.core.validity import consistency_errors, joints_from_scratch
+
+BOXES = ("3001", "3003", "3004", "3005", "3010", "3020", "3022", "3023", "3024", "3034", "3068b", "3070b", "3958")
+NOT_BOXES = ("3039", "3040", "3062b", "3659", "2420", "2357", "4073", "3700", "3941", "6091")
+MIXED = ("3001", "3003", "3004", "3005", "3020", "3022", "3023", "3024", "3068b", "3039", "3040", "3062b", "3700")
+
+
+def pose(quarter: int, x: float, y: float, z: float) -> np.ndarray:
+    c, s = ((1, 0), (0, 1), (-1, 0), (0, -1))[quarter % 4]
+    p = np.eye(4)
+    p[:3, :3] = [[c, 0, s], [0, 1, 0], [-s, 0, c]]
+    p[:3, 3] = (x, y, z)
+    return p
+
+
+@pytest.mark.parametrize("stem", BOXES)
+def test_bricks_plates_and_tiles_are_boxes(stem: str) -> None:
+    assert box_shape(stem) is not None
+
+
+@pytest.mark.parametrize("stem", NOT_BOXES)
+def test_slopes_arches_rounds_corners_and_technic_are_not(stem: str) -> None:
+    assert box_shape(stem) is None
+
+
+def test_cells_of_a_brick_in_every_quarter_turn() -> None:
+    shape = box_shape("3001")
+    assert shape is not None
+    # 2x4 brick at the origin: x -40..40 (cells -2..1), body y 0..24 = up -24..0 (-3..-1), z -20..20 (-1..0)
+    assert cell_range(shape, pose(0, 0, 0, 0)) == (-2, -3, -1, 1, -1, 0)
+    assert cell_range(shape, pose(1, 0, 0, 0)) == (-1, -3, -2, 0, -1, 1)
+    assert cell_range(shape, pose(2, 20, -8, 0)) == (-1, -2, -1, 2, 0, 0)
+    assert cell_range(shape, pose(0, 10, 0, 0)) is None  # half a stud off the lattice
+    tilted = pose(0, 0, 0, 0)
+    tilted[:3, :3] = cx.euler_xyz(0, 0, 180)[:3, :3]  # upside down
+    assert quarter_turns(tilted) is None and cell_range(shape, tilted) is None
+
+
+def test_cell_index_adds_removes_and_reports_blockers() -> None:
+    index = CellIndex()
+    index.add(1, (0, 0, 0, 1, 0, 1))
+    index.add(2, (1, 0, 1, 2, 1, 2))
+    assert index.blocking((1, 0, 1, 1, 0, 1)) == [1, 2]
+    assert index.blocking((5, 5, 5, 6, 6, 6)) == []
+    index.remove(1)
+    assert index.blocking((0, 0, 0, 1, 0, 1)) == [2] and 1 not in index
+    assert pickle.loads(pickle.dumps(index)).blocking((2, 1, 2, 2, 1, 2)) == [2]
+
+
+def test_lattice_connector_tables_find_every_stud_and_hole() -> None:
+    table = lattice_connectors("3001")
+    assert table is not None and len(table.studs[0]) == 8 and len(table.holes[0]) == 8
+    assert lattice_connectors("3039") is None  # not a box
+
+
+def _fcl_collides(assembly: Assembly, stem: str, where: np.ndarray) -> bool:
+    """The reference verdict: fcl against every piece whose bounds meet the candidate's."""
+    lo, hi = world_aabb(stem, where)
+    near = []
+    for p in assembly:
+        plo, phi = world_aabb(p.part.stem, p.pose)
+        if np.all(plo < hi) and np.all(lo < phi):
+            near.append(p)
+    if not near:
+        return False
+    verdicts = pair_verdicts(
+        [stem] * len(near),
+        np.repeat(where[None], len(near), axis=0),
+        [p.part.stem for p in near],
+        np.array([p.pose for p in near]),
+    )
+    return bool(verdicts.any())
+
+
+def agreement(seed: int, placements: int, palette: tuple[str, ...] = MIXED) -> tuple[int, int, list[str]]:
+    """(placements compared, of them on the grid path, disagreements) over random connector placements."""
+    rng = np.random.default_rng(seed)
+    compared, on_grid, bad = 0, 0, []
+    a = Assembly(name=f"agree-{seed}")
+    a.add("3958", "red")
+    while compared < placements:
+        if len(a) > 60:  # start a new scene now and then: many shapes of neighbourhood, not one huge model
+            a = Assembly(name=f"agree-{seed}-{compared}")
+            a.add("3958", "red")
+        free = a.free_connectors()
+        target = free[int(rng.integers(len(free)))]
+        t_conn = a[target.piece].part.connector(target.group, target.index)
+        stem = palette[int(rng.integers(len(palette)))]
+        sources = [c for c in part(stem).connectors if cx.mates(t_conn, c)]
+        if not sources:
+            continue
+        src = sources[int(rng.integers(len(sources)))]
+        placement = Placement(stem, "red", target, (src.group, src.group_index), float(rng.integers(4)) * 90)
+        where = a.pose_for(placement)
+        if where is None:
+            continue
+        outcome = a.evaluate(placement)
+        if outcome.reason not in (None, "collision"):
+            continue
+        compared += 1
+        shape = box_shape(stem)
+        on_grid += shape is not None and cell_range(shape, where) is not None
+        grid_says = outcome.reason == "collision"
+        if grid_says != _fcl_collides(a, stem, where):
+            bad.append(f"{stem} at {target} yaw {placement.yaw}: grid {grid_says}")
+        if outcome.ok and rng.random() < 0.7:
+            a.place(placement)
+    return compared, on_grid, bad
+
+
+def test_grid_verdicts_equal_fcl_on_random_placements() -> None:
+    compared, on_grid, bad = agreement(0, 3000)
+    assert bad == []
+    assert on_grid > compared // 3  # the grid path is really exercised
+
+
+@pytest.mark.slow
+def test_grid_verdicts_equal_fcl_on_100k_random_placements() -> None:
+    total, bad = 0, []
+    for seed in range(10):
+        compared, _, wrong = agreement(100 + seed, 10_000)
+        total += compared
+        bad += wrong
+    assert total >= 100_000 and bad == []
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lattice_joints_equal_joints_found_from_scratch(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    a = Assembly()
+    a.add("3958", "red")
+    for _ in range(150):
+        free = a.free_connectors()
+        target = free[int(rng.integers(len(free)))]
+        stem = BOXES[int(rng.integers(len(BOXES) - 1))]
+        t_conn = a[target.piece].part.connector(target.group, target.index)
+        sources = [c for c in part(stem).connectors if cx.mates(t_conn, c)]
+        if sources:
+            src = sources[int(rng.integers(len(sources)))]
+            a.attach(stem, "red", to=target, by=(src.group, src.group_index), yaw=float(rng.integers(4)) * 90)
+        if rng.random() < 0.1 and len(a) > 2:
+            a.remove(int(rng.choice(sorted(a.pieces)[1:])))
+        if rng.random() < 0.05:
+            a.undo()
+    assert len(a._lattice_ids) > 20
+    assert consistency_errors(a) == []
+    assert joints_from_scratch(a.pieces) == a.joints
+    twin = pickle.loads(pickle.dumps(a))
+    assert twin == a and twin.copy() == a
+
+
+def test_a_piece_off_the_rule_still_joins_lattice_pieces() -> None:
+    a = Assembly()
+    base = a.add("3958", "red").piece
+    brick = a.attach("3001", "red", to=a[base].stud[0]).piece  # lattice rule, not yet in the connector grid
+    out = a.attach("3062b", "blue", to=ConnectorRef(brick, "stud", 0), by=("tube", 0))  # round brick: off the rule
+    assert out.ok and any(brick in (j.a, j.b) for j in out.joints)
+    assert joints_from_scratch(a.pieces) == a.joints
