@@ -30,18 +30,26 @@ def summed_volume(cells: np.ndarray) -> np.ndarray:
     return table
 
 
+_CORNERS = np.array([[corner >> d & 1 for d in range(3)] for corner in range(8)], dtype=bool)
+_SIGNS = np.array([-1 if (3 - int(c.sum())) % 2 else 1 for c in _CORNERS], dtype=np.int64)
+
+
 def box_sums(table: np.ndarray, lo: np.ndarray, hi: np.ndarray, channels: np.ndarray | None = None) -> np.ndarray:
     """(n, tables) totals of each summed-volume table over the inclusive cell boxes ``[lo, hi]`` (clipped to the
-    table); ``channels``, one table index per box, gives the (n,) totals of those tables instead."""
-    shape = np.asarray(table.shape[1:]) - 1
-    a = np.clip(lo, 0, shape)
-    b = np.maximum(np.clip(hi + 1, 0, shape), a)
-    total = np.zeros(len(lo) if channels is not None else (len(lo), table.shape[0]), dtype=np.int64)
-    for corner in range(8):
-        x, y, z = ((b if corner >> d & 1 else a)[:, d] for d in range(3))
-        sign = -1 if (3 - bin(corner).count("1")) % 2 else 1
-        total += sign * (table[channels, x, y, z] if channels is not None else table[:, x, y, z].T)
-    return total
+    table); ``channels``, one table index per box, gives the (n,) totals of those tables instead. One gather of
+    the 8 box corners for every box at once."""
+    dims = np.asarray(table.shape[1:])
+    a = np.clip(lo, 0, dims - 1)
+    b = np.maximum(np.clip(hi + 1, 0, dims - 1), a)
+    corners = np.where(_CORNERS[:, None, :], b[None], a[None])  # (8, n, 3)
+    strides = np.array([dims[1] * dims[2], dims[2], 1])
+    flat = corners @ strides  # (8, n)
+    cells = table.reshape(table.shape[0], -1)
+    if channels is not None:
+        picked = cells[channels[None, :], flat]  # (8, n)
+        return (picked * _SIGNS[:, None]).sum(axis=0)
+    picked = cells[:, flat]  # (tables, 8, n)
+    return np.einsum("tcn,c->nt", picked, _SIGNS)
 
 
 class TargetProgress:
@@ -67,7 +75,9 @@ class TargetProgress:
             if self.colours
             else np.zeros((0, *self.shape), dtype=bool)
         )
-        self.goal_tables = summed_volume(np.concatenate([self.goal[None], self.goal_by_colour]))
+        self.goal_cells = np.concatenate([self.goal[None], self.goal_by_colour])
+        """(1 + colours, X, U, Z): the target's cells, then its cells per colour."""
+        self.goal_tables = summed_volume(self.goal_cells)
         """Static tables of the target: all its cells, then its cells per colour (for candidate agreement)."""
         self.goal_count = int(self.goal.sum())
         self._goal_colour = goal_colour
@@ -84,6 +94,10 @@ class TargetProgress:
         self.inter = 0
         self.inter_colour = 0
         self.built_count = 0
+        self.generation = getattr(self, "generation", -1) + 1
+        """Counts rebuilds: anything counted against an older generation must be counted again."""
+        self.changes: list[tuple[np.ndarray, np.ndarray]] = []
+        """(low, high) inclusive cell boxes (array coordinates) each added piece changed, in order."""
         self._known: dict[int, object] = {}
         self._owner: Any = None
         self._revision = -1
@@ -92,6 +106,7 @@ class TargetProgress:
         self._channels_revision = -1
         self._tables: np.ndarray | None = None
         self._colour_tables: np.ndarray | None = None
+        self._all: np.ndarray | None = None
 
     # ----- keeping up --------------------------------------------------------------------------------------
     def sync(self, assembly: Any) -> None:
@@ -122,6 +137,7 @@ class TargetProgress:
             box = tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))
             fresh = ~self.built[box]
             self._fill(box, fresh, piece.colour)
+            self.changes.append((lo, hi))
             return
         from brick_gym.core.collision import world_aabb
 
@@ -139,6 +155,9 @@ class TargetProgress:
         hi = np.minimum(np.array([i1, j1, k1]) - self.origin, np.asarray(self.shape) - 1)
         if np.all(hi >= lo):
             self.uncertain[tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))] += 1
+        if len(cells):  # the piece's cells lie inside its bounding cells, except where those were clipped
+            lo, hi = np.minimum(lo, cells.min(axis=0)), np.maximum(hi, cells.max(axis=0))
+        self.changes.append((lo, hi))
 
     def _fill(self, where: Any, fresh: np.ndarray, colour: int) -> None:
         """Mark the ``fresh`` cells of ``where`` built in ``colour`` (cells already built keep their piece)."""
@@ -184,6 +203,13 @@ class TargetProgress:
         assert self._colour_channels is not None
         return self._colour_channels
 
+    def all_channels(self) -> np.ndarray:
+        """:meth:`channels` then :meth:`colour_channels` in one array (memoised per revision)."""
+        self._refresh()
+        if self._all is None:
+            self._all = np.concatenate([self._channels, self._colour_channels])  # type: ignore[list-item]
+        return self._all
+
     def tables(self) -> np.ndarray:
         """Summed-volume tables of :meth:`channels`."""
         self._refresh()
@@ -207,7 +233,7 @@ class TargetProgress:
             self._channels = np.stack([left, self.built, self.uncertain > 0])
             self._colour_channels = self.goal_by_colour & ~self.built[None]
             self._channels_revision = self._revision
-            self._tables = self._colour_tables = None
+            self._tables = self._colour_tables = self._all = None
 
 
 __all__ = ["MARGIN", "TargetProgress", "box_sums", "summed_volume"]

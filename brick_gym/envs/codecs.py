@@ -403,7 +403,7 @@ class CandidateCodec:
         attempts = 0
         seen: set[tuple] = set()
         if ranking is not None:
-            for r in ranking.order(assembly, targets, stock, min(self.max_attempts, 4 * self.max_candidates)):
+            for r in ranking.ranked(assembly, targets, stock, min(self.max_attempts, 4 * self.max_candidates)):
                 seen.add(LegalityMemo.key(r.placement))
                 attempts += 1
                 if r.verdict if r.verdict is not None else self.memo.legal(assembly, r.placement):

@@ -13,7 +13,7 @@ built cell and no piece off the lattice is legal without a dry run; one that mee
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -113,8 +113,8 @@ class TargetRanking:
         )
         self._table = _table(self._stems)
         self._mates: dict[tuple[str, str, str | None], np.ndarray] = {}
-        self._slot_rows: dict[ConnectorRef, tuple[object, np.ndarray]] = {}
-        self._agreements: dict[tuple[int, tuple[int, ...], int], tuple[float, float]] = {}
+        self._slot_rows: dict[ConnectorRef, tuple[object, np.ndarray, np.ndarray]] = {}
+        self._sums: dict[ConnectorRef, tuple[np.ndarray, int, int, np.ndarray]] = {}
         self._shapes: list[np.ndarray] = []
         """Cell offsets from the box's low corner of a non-box part in one orientation (rows' shape column)."""
         self._shape_of: dict[tuple[str, bytes], int] = {}
@@ -142,24 +142,30 @@ class TargetRanking:
     def order(
         self, assembly: Assembly, targets: Sequence[ConnectorRef], stock: Sequence[bool], limit: int
     ) -> list[Ranked]:
-        """Up to ``limit`` placements at ``targets`` whose piece would fill some unbuilt target cell, best first.
-        Only in-stock parts whose source mates the slot; score = (unbuilt target cells in the piece's cells + those
-        in its colour) / its cells; placements known to collide are dropped, those that may collide (they meet a
-        built cell off the grid's certainty) come after the rest; ties go to the larger piece, then slot, palette,
-        source, yaw order. A part in a colour filling the same cells is listed once."""
+        """:meth:`ranked` as a list."""
+        return list(self.ranked(assembly, targets, stock, limit))
+
+    def ranked(
+        self, assembly: Assembly, targets: Sequence[ConnectorRef], stock: Sequence[bool], limit: int
+    ) -> Iterator[Ranked]:
+        """Up to ``limit`` placements at ``targets`` whose piece would fill some unbuilt target cell, best first,
+        made one by one as they are taken. Only in-stock parts whose source mates the slot; score = (unbuilt
+        target cells in the piece's cells + those in its colour) / its cells; placements known to collide are
+        dropped, those that may collide (they meet a built cell where the grid is not certain) come after the
+        rest; ties go to the larger piece, then slot, palette, source, yaw order. A part in a colour filling the
+        same cells is listed once. Each slot's counts are kept between steps and recounted only where a new
+        piece changed cells."""
         if not targets or not any(stock):
-            return []
+            return
         progress = self.progress
         progress.sync(assembly)
-        per_slot = [self._rows(assembly, ref) for ref in targets]
-        rows = np.concatenate(per_slot)
-        t_of = np.repeat(np.arange(len(targets)), [len(r) for r in per_slot])
+        per_slot = [self._slot(assembly, ref) for ref in targets]
+        rows = np.concatenate([r for r, _, _ in per_slot])
+        sums = np.concatenate([s for _, s, _ in per_slot])  # left, built, uncertain, left per colour...
+        goals = np.concatenate([g for _, _, g in per_slot])  # target cells, target cells per colour
+        t_of = np.repeat(np.arange(len(targets)), [len(r) for r, _, _ in per_slot])
         a, b = rows[:, 2:5], rows[:, 5:8]
-        volume = np.maximum(np.prod(np.maximum(b - a + 1, 0), axis=1), 1)
-        sums = box_sums(progress.tables(), a, b)  # left, built, uncertain
-        slopes = rows[:, 8] >= 0
-        if slopes.any():
-            self._exact_shapes(rows, sums, volume, slopes)
+        volume = rows[:, 10]
         inside = np.all(a >= 0, axis=1) & np.all(b < np.asarray(progress.shape), axis=1)
         certain = inside & (rows[:, 9] == 1) & (sums[:, 2] == 0)
         built = sums[:, 1] > 0
@@ -167,82 +173,80 @@ class TargetRanking:
         usable = (rows[hit, :1] == self._stem_of_slot[None, :]) & np.asarray(stock, dtype=bool)[None, :]
         i, p = np.nonzero(usable)
         r = hit[i]
-        colour_left = box_sums(progress.colour_tables(), a[r], b[r], self._channel_of_slot[p] - 1)
-        if slopes[r].any():
-            colour_left[slopes[r]] = self._exact_colour(rows[r[slopes[r]]], p[slopes[r]])
-        score = (sums[r, 0] + colour_left) / volume[r]
+        score = (sums[r, 0] + sums[r, 2 + self._channel_of_slot[p]]) / volume[r]
         maybe_blocked = built[r]
-        if len(r) > 4 * limit:  # the best 4 * limit before the exact sort (duplicates are dropped after)
+        if len(r) > 4 * limit:  # the best 4 * limit before the exact sort
             best = np.argpartition(maybe_blocked * 10.0 - score, 4 * limit)[: 4 * limit]
-            r, p, score, maybe_blocked = r[best], p[best], score[best], maybe_blocked[best]
+            r, p, maybe_blocked, score = r[best], p[best], maybe_blocked[best], score[best]
         order = np.lexsort((rows[r, 1], p, t_of[r], -volume[r], -score, maybe_blocked))
-        r, p = r[order], p[order]
-        _, first = np.unique(np.column_stack([p, a[r], b[r], rows[r, 8]]), axis=0, return_index=True)
-        first = np.sort(first)[:limit]
-        picked_r, picked_p = r[first], p[first]
-        goal = box_sums(progress.goal_tables, a[picked_r], b[picked_r])
-        goal_colour = np.concatenate([goal, np.zeros((len(goal), 1), dtype=goal.dtype)], axis=1)  # + absent colours
-        frames = np.array([assembly.connector_frame(targets[int(t)]) for t in t_of[picked_r]]).reshape(-1, 4, 4)
-        locals_ = np.array([self._stems[int(k)].local[int(j)] for k, j in rows[picked_r, :2]]).reshape(-1, 4, 4)
-        poses = frames @ locals_
-        out = []
-        for n, (row, t, slot) in enumerate(zip(rows[picked_r], t_of[picked_r], picked_p, strict=True)):
-            k, j = int(row[0]), int(row[1])
-            palette = self.palette[int(slot)]
-            option = self._stems[k]
-            source = option.source_refs[j // len(YAWS)]
-            placement = Placement(palette.stem, palette.colour, targets[int(t)], source, YAWS[j % len(YAWS)])
-            verdict: Verdict = True if certain[picked_r[n]] else None
-            if row[8] >= 0:  # a slope: its agreement over its own cells
-                agreement = self._shape_agreement(row, int(slot))
-            else:
-                vol = float(volume[picked_r[n]])
-                agreement = (goal[n, 0] / vol, goal_colour[n, self._channel_of_slot[int(slot)]] / vol)
-            out.append(Ranked(int(slot), placement, verdict, poses[n], agreement))
-        return out
+        seen: set[tuple[int, ...]] = set()
+        given = 0
+        for n in order.tolist():
+            row, slot = rows[r[n]], int(p[n])
+            key = (slot, *row[2:9].tolist())
+            if key in seen:
+                continue
+            seen.add(key)
+            yield self._make(assembly, targets[int(t_of[r[n]])], row, goals[r[n]], slot, bool(certain[r[n]]))
+            given += 1
+            if given >= limit:
+                return
 
-    def _shape_agreement(self, row: np.ndarray, slot: int) -> tuple[float, float]:
-        """(fraction of a non-box piece's own cells the target fills, fills in the slot's colour), memoised: the
-        target does not change."""
-        key = (int(row[8]), tuple(int(v) for v in row[2:5]), int(self._channel_of_slot[slot]))
-        hit = self._agreements.get(key)
-        if hit is None:
-            hit = self._agreements[key] = self._count_shape_agreement(row, slot)
-        return hit
+    def _make(
+        self, assembly: Assembly, target: ConnectorRef, row: np.ndarray, goal: np.ndarray, slot: int, certain: bool
+    ) -> Ranked:
+        """The :class:`Ranked` of one row for one palette slot."""
+        k, j = int(row[0]), int(row[1])
+        palette = self.palette[slot]
+        option = self._stems[k]
+        placement = Placement(
+            palette.stem, palette.colour, target, option.source_refs[j // len(YAWS)], YAWS[j % len(YAWS)]
+        )
+        pose = assembly.connector_frame(target) @ option.local[j]
+        channel = int(self._channel_of_slot[slot])
+        vol = float(row[10])
+        agreement = (goal[0] / vol, (goal[channel] if channel < len(goal) else 0) / vol)
+        return Ranked(slot, placement, True if certain else None, pose, agreement)
 
-    def _count_shape_agreement(self, row: np.ndarray, slot: int) -> tuple[float, float]:
-        offsets = self._shapes[int(row[8])]
-        pts = row[None, 2:5] + offsets
-        inside = np.all((pts >= 0) & (pts < np.asarray(self.progress.shape)), axis=1)
-        pts = pts[inside]
-        goal = self.progress.goal[pts[:, 0], pts[:, 1], pts[:, 2]]
-        channel = self._channel_of_slot[slot] - 1
-        by_colour = self.progress.goal_by_colour
-        same = by_colour[channel][pts[:, 0], pts[:, 1], pts[:, 2]] if channel < len(by_colour) else goal & False
-        n = max(len(offsets), 1)
-        return float(goal.sum()) / n, float(same.sum()) / n
+    def _slot(self, assembly: Assembly, ref: ConnectorRef) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A slot's rows, their counts (left, built, uncertain, left per colour and an empty colour), counted
+        again only for rows whose cells a piece added since the last count touches, and their target counts."""
+        rows, goals = self._rows(assembly, ref)
+        progress = self.progress
+        cached = self._sums.get(ref)
+        if cached is not None and cached[0] is rows and cached[1] == progress.generation:
+            sums = cached[3]
+            changes = progress.changes[cached[2] :]
+            if changes:
+                a, b = rows[:, 2:5], rows[:, 5:8]
+                touched = np.zeros(len(rows), dtype=bool)
+                for lo, hi in changes:
+                    touched |= np.all(a <= hi, axis=1) & np.all(b >= lo, axis=1)
+                idx = np.flatnonzero(touched)
+                if len(idx):
+                    sums = sums.copy()
+                    sums[idx] = self._count(rows[idx])
+        else:
+            sums = self._count(rows)
+        self._sums[ref] = (rows, progress.generation, len(progress.changes), sums)
+        return rows, sums, goals
 
-    def _exact_shapes(self, rows: np.ndarray, sums: np.ndarray, volume: np.ndarray, slopes: np.ndarray) -> None:
-        """Recount, in place, the rows of parts that are not boxes (slopes) over their own cells."""
-        cells = self.progress.channels()
-        for code in np.unique(rows[slopes, 8]):
-            idx = np.flatnonzero(rows[:, 8] == code)
-            pts, inside = self._shape_points(rows[idx], int(code))
-            picked = cells[:, pts[..., 0], pts[..., 1], pts[..., 2]] & inside  # (channels, n, m)
-            sums[idx] = picked.sum(axis=-1).T
-            volume[idx] = max(len(self._shapes[int(code)]), 1)
-
-    def _exact_colour(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        """Target cells left in each slot's colour over the own cells of non-box rows."""
-        cells = self.progress.colour_channels()
-        cells = np.concatenate([cells, np.zeros((1, *cells.shape[1:]), dtype=bool)])  # absent colours: empty
-        channel = self._channel_of_slot[slots] - 1
-        out = np.zeros(len(rows), dtype=np.int64)
-        for code in np.unique(rows[:, 8]):
-            idx = np.flatnonzero(rows[:, 8] == code)
-            pts, inside = self._shape_points(rows[idx], int(code))
-            out[idx] = (cells[channel[idx, None], pts[..., 0], pts[..., 1], pts[..., 2]] & inside).sum(axis=1)
-        return out
+    def _count(self, rows: np.ndarray) -> np.ndarray:
+        """(n, 3 + colours + 1) counts of rows over the progress arrays (non-box parts over their own cells)."""
+        progress = self.progress
+        a, b = rows[:, 2:5], rows[:, 5:8]
+        main = box_sums(progress.tables(), a, b)
+        colours = box_sums(progress.colour_tables(), a, b)
+        sums = np.concatenate([main, colours], axis=1)
+        slopes = rows[:, 8] >= 0
+        if slopes.any():
+            cells = progress.all_channels()
+            for code in np.unique(rows[slopes, 8]):
+                idx = np.flatnonzero(rows[:, 8] == code)
+                pts, inside = self._shape_points(rows[idx], int(code))
+                picked = cells[:, pts[..., 0], pts[..., 1], pts[..., 2]] & inside  # (channels, n, m)
+                sums[idx, : cells.shape[0]] = picked.sum(axis=-1).T
+        return sums
 
     def _shape_points(self, rows: np.ndarray, code: int) -> tuple[np.ndarray, np.ndarray]:
         """(n, m, 3) cells of non-box rows (clamped into the arrays) and (n, m) whether each lies inside."""
@@ -261,23 +265,25 @@ class TargetRanking:
             code = self._shape_of[key] = len(self._shapes) - 1
         return code
 
-    def _rows(self, assembly: Assembly, ref: ConnectorRef) -> np.ndarray:
-        """(n, 10) int rows (part, source * 4 + yaw, box low (3), box high (3), shape code, on the lattice) of every
-        placement at ``ref`` whose source mates it, boxes in cells of the progress arrays; the shape code is −1 for
-        parts that fill their box, else the index of their cells in :attr:`_shapes`. Memoised per host piece
-        object; a slot on an upright connector costs a few array operations over every part at once."""
+    def _rows(self, assembly: Assembly, ref: ConnectorRef) -> tuple[np.ndarray, np.ndarray]:
+        """(n, 11) int rows (part, source * 4 + yaw, box low (3), box high (3), shape code, on the lattice, cells)
+        of every placement at ``ref`` whose source mates it, boxes in cells of the progress arrays; the shape code
+        is −1 for parts that fill their box, else the index of their cells in :attr:`_shapes`. Memoised per host
+        piece object; a slot on an upright connector costs a few array operations over every part at once. With
+        the rows, their (n, 1 + colours) target counts (cells, cells per colour: the target does not change)."""
         host = assembly.pieces[ref.piece]
         hit = self._slot_rows.get(ref)
         if hit is not None and hit[0] is host:
-            return hit[1]
+            return hit[1], hit[2]
         frame = assembly.connector_frame(ref)
         t_conn = host.part.connector(ref.group, ref.index)
         t = self._table
         sel = np.flatnonzero(self._mating_rows(t_conn))
         if not len(sel):
-            rows = np.zeros((0, 10), dtype=np.int64)
-            self._slot_rows[ref] = (host, rows)
-            return rows
+            rows = np.zeros((0, 11), dtype=np.int64)
+            goals = np.zeros((0, 1 + len(self.progress.colours)), dtype=np.int64)
+            self._slot_rows[ref] = (host, rows, goals)
+            return rows, goals
         q_frame = quarter_turns(frame)
         local = t.local[sel]
         if q_frame is not None and np.all(t.quarters[sel] >= 0):  # all upright: no 4x4 products
@@ -298,12 +304,29 @@ class TargetRanking:
         a, b = cell_ranges(lo_up, hi_up, self._pitch, self._phase)
         a, b = a - self.progress.origin, b - self.progress.origin
         shape = np.full(len(sel), -1)
-        for n in np.flatnonzero(~t.fills[sel]):  # slopes: their own cells, one voxelisation per orientation
-            stem = self._stems[int(t.stem[sel[n]])].stem
-            shape[n] = self._shape_code(stem, frame @ local[n], a[n])
-        rows = np.column_stack([t.stem[sel], t.option[sel], a, b, shape, (on_grid & self.progress.lattice)])
-        self._slot_rows[ref] = (host, rows.astype(np.int64))
-        return self._slot_rows[ref][1]
+        slopes = np.flatnonzero(~t.fills[sel])  # parts that do not fill their box: their own cells
+        if len(slopes):
+            if quarters is not None:  # one voxelisation per (part, quarter turn)
+                keys = t.stem[sel[slopes]] * 4 + quarters[slopes]
+                for key in np.unique(keys):
+                    first = slopes[np.flatnonzero(keys == key)[0]]
+                    code = self._shape_code(self._stems[int(key) // 4].stem, frame @ local[first], a[first])
+                    shape[slopes[keys == key]] = code
+            else:
+                for n in slopes:
+                    shape[n] = self._shape_code(self._stems[int(t.stem[sel[n]])].stem, frame @ local[n], a[n])
+        volume = np.maximum(np.prod(np.maximum(b - a + 1, 0), axis=1), 1)
+        goals = box_sums(self.progress.goal_tables, a, b)
+        rows = np.column_stack([t.stem[sel], t.option[sel], a, b, shape, (on_grid & self.progress.lattice), volume])
+        rows = rows.astype(np.int64)
+        for code in np.unique(shape[slopes]) if len(slopes) else ():
+            idx = np.flatnonzero(shape == code)
+            rows[idx, 10] = max(len(self._shapes[int(code)]), 1)
+            pts, inside = self._shape_points(rows[idx], int(code))
+            cells = self.progress.goal_cells
+            goals[idx] = (cells[:, pts[..., 0], pts[..., 1], pts[..., 2]] & inside).sum(axis=-1).T
+        self._slot_rows[ref] = (host, rows, goals)
+        return rows, goals
 
     def _mating_rows(self, target: Connector) -> np.ndarray:
         """Which table rows have a source that mates ``target`` (memoised per connector type)."""
