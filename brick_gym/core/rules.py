@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 INVENTORY_ENV = "BRICKAGENT_SET"
@@ -130,15 +131,26 @@ class Rules:
 
     @classmethod
     def for_setting(cls, name: str, inventory: Inventory | str | os.PathLike[str] | None = None) -> Rules:
-        """Rules for a named setting; alt-build takes the inventory given, else ``$BRICKAGENT_SET``."""
+        """Rules for a named setting; alt-build takes the inventory given, else ``$BRICKAGENT_SET``, else the
+        shipped inventory of set 10698 (BrickBench's Alt-Build set, :func:`default_inventory`)."""
         s = setting(name)
         if isinstance(inventory, str | os.PathLike):
             inventory = Inventory.load(inventory)
         if inventory is None and s.uses_inventory:
             env = os.environ.get(INVENTORY_ENV)
-            if not env:
-                raise InventoryError(
-                    f"setting {s.name!r} needs an inventory: pass one or set {INVENTORY_ENV} to a JSON file"
-                )
-            inventory = Inventory.load(env)
+            inventory = Inventory.load(env) if env else default_inventory()
         return cls(s, inventory)
+
+
+DEFAULT_INVENTORY = Path(__file__).resolve().parents[1] / "data" / "inventories" / "10698.json"
+"""Set 10698's 783 pieces (BrickBench's Alt-Build inventory; source in ``data/inventories/README.md``)."""
+
+
+def default_inventory() -> Inventory:
+    """The Alt-Build inventory shipped with brick_gym (set 10698), read once per process."""
+    return _default_inventory()
+
+
+@cache
+def _default_inventory() -> Inventory:
+    return Inventory.load(DEFAULT_INVENTORY)

@@ -88,7 +88,7 @@ class BrickAssemblyEnv(OverEpisode, gym.Env):
         self._last_invalid = attempt.invalid is not None
         self._refresh()
         terminated = attempt.stop or not self._view.can_place or len(self.assembly) >= self.config.max_pieces
-        truncated = not terminated and self._steps >= self.config.max_steps
+        truncated = not terminated and self._steps >= self._max_steps
         self._done = terminated or truncated
         reward, terms = self.episode.settle(attempt, self._done)
         self._return += reward
@@ -106,7 +106,7 @@ class BrickAssemblyEnv(OverEpisode, gym.Env):
 
     def render(self) -> np.ndarray | str | None:
         """``ansi``: a text summary; ``rgb_array``: one 256² view of the assembly (the viewer draws both)."""
-        header = [f"{self.task.name}: {len(self.assembly)} pieces, step {self._steps}/{self.config.max_steps}"]
+        header = [f"{self.task.name}: {len(self.assembly)} pieces, step {self._steps}/{self._max_steps}"]
         return self.episode.render(self.render_mode, header=header)
 
     # ----- helpers -------------------------------------------------------------------------------------------
@@ -145,7 +145,11 @@ class BrickAssemblyEnv(OverEpisode, gym.Env):
         self._invalid_count = 0
         self._last_invalid = False
         self._done = False
-        self._view = View()
+        self._view = self.codec.idle()
+        spec_limit = getattr(self.spec, "max_episode_steps", None)
+        self._max_steps = min(self.config.max_steps, spec_limit) if spec_limit else self.config.max_steps
+        """The env's own step limit, or a smaller ``max_episode_steps`` given to ``gymnasium.make`` (so that the env
+        truncates itself, paying the terminal terms, at the step Gymnasium's TimeLimit would)."""
         self._initial_stock = self.episode.initial_stock()
         self._t0 = time.perf_counter()
 

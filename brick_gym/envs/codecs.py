@@ -14,6 +14,7 @@ candidates, the mask) and reads actions against that view; the environments neve
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.catalog import Connector
 from brick_gym.core.catalog import part as get_part
 from brick_gym.core.collision import BoxGrid, world_aabb
 from brick_gym.core.colours import colour as get_colour
@@ -93,6 +95,10 @@ class Codec(Protocol):
 
     def decode(self, action: object, view: View) -> Decoded:
         """Read an action against ``view``; malformed or out-of-range actions come back with an error."""
+        ...
+
+    def idle(self) -> View:
+        """The view before any episode: nothing listed, only STOP allowed (a well-formed mask)."""
         ...
 
     def masks(self, view: View) -> np.ndarray:
@@ -172,6 +178,15 @@ class FactoredCodec:
             allowed[list(slots)] = 1
             mask[:p] &= allowed
         return View(targets=targets, mask=mask, can_place=bool(mask[:p].any()))
+
+    def idle(self) -> View:
+        """STOP in the palette dimension and the first entry of the others (each dimension keeps one choice)."""
+        mask = np.zeros(self.mask_size, dtype=np.int8)
+        for start in np.concatenate([[0], np.cumsum(self.nvec)[:-1]]).tolist():
+            mask[start] = 1
+        mask[len(self.palette)] = 1
+        mask[0] = 0
+        return View(mask=mask)
 
     def decode(self, action: object, view: View) -> Decoded:
         """Read an action; malformed or out-of-range actions come back with an error, never an exception."""
@@ -326,6 +341,7 @@ class CandidateCodec:
         self.max_attempts = max_attempts
         self.memo = LegalityMemo()
         self._subsets: dict[tuple[int, ...], CandidateCodec] = {}
+        self._combos: dict[tuple[str, str, str | None], list[tuple[tuple[int, float], ...]]] = {}
 
     def space(self) -> spaces.Discrete:
         """The action space."""
@@ -412,7 +428,8 @@ class CandidateCodec:
                         return out
                 if attempts >= self.max_attempts:
                     return out
-        options = _round_robin([self._options(assembly, t, stock, n) for n, t in enumerate(targets)])
+        in_stock = [p for p, ok in enumerate(stock) if ok]
+        options = _round_robin([self._options(assembly, t, in_stock, n) for n, t in enumerate(targets)])
         for slot, placement in options:
             if seen and LegalityMemo.key(placement) in seen:
                 continue
@@ -426,23 +443,38 @@ class CandidateCodec:
         return out
 
     def _options(
-        self, assembly: Assembly, target: ConnectorRef, stock: list[bool], rotation: int
+        self, assembly: Assembly, target: ConnectorRef, in_stock: list[int], rotation: int
     ) -> Iterator[tuple[int, Placement]]:
-        """Placements at one slot, lazily: the first (source, yaw) of every palette slot in stock, then the second,
-        and so on, with the palette order rotated by ``rotation``."""
+        """Placements at one slot, lazily: the first (source, yaw) of every palette slot in stock (``in_stock``,
+        ascending palette indices), then the second, and so on, with the palette order rotated by ``rotation``."""
         t_conn = assembly[target.piece].part.connector(target.group, target.index)
-        n = len(self.palette)
-        order = [p for p in ((rotation + i) % n for i in range(n)) if stock[p]]
+        combos = self._combos_for(t_conn)
+        start = bisect.bisect_left(in_stock, rotation % len(self.palette))
+        order = [p for p in in_stock[start:] + in_stock[:start] if combos[p]]
         depth = 0
         while order:
             left = []
             for p in order:
-                combos = mating_combos(self.palette[p], t_conn)
-                if depth < len(combos):
+                mine = combos[p]
+                if depth < len(mine):
                     left.append(p)
-                    slot, (s, yaw) = self.palette[p], combos[depth]
+                    slot, (s, yaw) = self.palette[p], mine[depth]
                     yield p, Placement(slot.stem, slot.colour, target, slot.sources[s], yaw)
             order, depth = left, depth + 1
+
+    def _combos_for(self, target: Connector) -> list[tuple[tuple[int, float], ...]]:
+        """Per palette index, the (source, yaw) pairs that mate a connector of ``target``'s type (memoised)."""
+        key = (target.kind, target.subtype, target.polarity)
+        hit = self._combos.get(key)
+        if hit is None:
+            hit = self._combos[key] = [mating_combos(slot, target) for slot in self.palette]
+        return hit
+
+    def idle(self) -> View:
+        """Only STOP."""
+        mask = np.zeros(self.mask_size, dtype=np.int8)
+        mask[-1] = 1
+        return View(mask=mask)
 
     def decode(self, action: object, view: View) -> Decoded:
         """Read an action against the view's candidate list."""

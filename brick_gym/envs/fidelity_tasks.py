@@ -9,7 +9,7 @@ known build step can be replayed exactly). The start piece is the target's own b
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -47,32 +47,45 @@ def task_for(target: FidelityTask) -> EnvTask:
     )
 
 
+DEFAULT_POOL = 4096
+"""Targets per kind in each split's stream: a reset draws one of them, so long runs revisit targets and find their
+tables cached (a reset then costs no generation), while 4,096 × 6 kinds keep the training set far larger than any
+held-out set."""
+
+
 def fidelity_task_source(
-    *, split: str = "train", seed: int = 0, kinds: tuple[str, ...] | None = None, size: str = "small"
+    *,
+    split: str = "train",
+    seed: int = 0,
+    kinds: tuple[str, ...] | None = None,
+    size: str = "small",
+    pool: int | None = DEFAULT_POOL,
 ) -> Callable[[np.random.Generator], EnvTask]:
     """A task source for :class:`~brick_gym.envs.BrickAssemblyEnv`: draws a kind and a target seed from the env's
-    seeded generator, offset into the split's stream."""
+    seeded generator, offset into the split's stream; ``pool`` targets per kind (None: a million)."""
+    if pool is not None and (isinstance(pool, bool) or not isinstance(pool, int) or pool < 1):
+        raise ValueError(f"pool must be a positive integer or None, got {pool!r}")
     if split not in SPLIT_OFFSETS:
         raise ValueError(f"split must be one of {sorted(SPLIT_OFFSETS)}, got {split!r}")
     chosen = tuple(kinds or ALL_KINDS)
     unknown = set(chosen) - set(ALL_KINDS)
     if unknown:
         raise ValueError(f"unknown fidelity kinds {sorted(unknown)}; choose from {ALL_KINDS}")
-    return _TaskSource(SPLIT_OFFSETS[split] + seed * 7919, chosen, size)
+    return _TaskSource(SPLIT_OFFSETS[split] + seed * 7919, chosen, size, pool or 1_000_000)
 
 
 class _TaskSource:
     """Picklable callable drawing fidelity tasks (cached per target seed)."""
 
-    def __init__(self, offset: int, kinds: tuple[str, ...], size: str) -> None:
-        self.offset, self.kinds, self.size = offset, kinds, size
+    def __init__(self, offset: int, kinds: tuple[str, ...], size: str, pool: int) -> None:
+        self.offset, self.kinds, self.size, self.pool = offset, kinds, size, pool
 
     def __call__(self, rng: np.random.Generator) -> EnvTask:
         kind = self.kinds[int(rng.integers(len(self.kinds)))]
-        target_seed = self.offset + int(rng.integers(1_000_000))
+        target_seed = self.offset + int(rng.integers(self.pool))
         return _cached_task(kind, target_seed, self.size)
 
 
-@cache
+@lru_cache(maxsize=2048)
 def _cached_task(kind: str, seed: int, size: str) -> EnvTask:
     return task_for(generate(kind, seed, size=size))

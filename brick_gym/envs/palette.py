@@ -8,6 +8,7 @@ the slot list up to date in O(neighbourhood) per change.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -78,23 +79,32 @@ def mating_combos(slot: PaletteSlot, target: Connector) -> tuple[tuple[int, floa
 
 
 def _free_mateable(assembly: Assembly, pid: int, sources: tuple[Connector, ...]) -> list[ConnectorRef]:
+    """A piece's free connectors that some source can mate, its connector groups interleaved (stud 0, hole 0,
+    tube 0, stud 1, ...), so that a few of them already reach every kind: a plate's top as well as its underside."""
     piece = assembly.pieces[pid]
-    return [
-        ConnectorRef(pid, c.group, c.group_index)
-        for c in piece.part.connectors
-        if _mates_any(piece.part, c.index, sources) and assembly.is_free(ConnectorRef(pid, c.group, c.group_index))
-    ]
+    by_group: dict[str, list[ConnectorRef]] = {}
+    for c in piece.part.connectors:
+        ref = ConnectorRef(pid, c.group, c.group_index)
+        if _mates_any(piece.part, c.index, sources) and assembly.is_free(ref):
+            by_group.setdefault(c.group, []).append(ref)
+    return [ref for layer in itertools.zip_longest(*by_group.values()) for ref in layer if ref is not None]
+
+
+def _listed(per_piece: Sequence[list[ConnectorRef]], limit: int) -> list[ConnectorRef]:
+    """Every slot in piece order when they fit in ``limit``; otherwise round-robin over the pieces (each piece's
+    first free connector, then each one's second, ...), so that no piece and no connector kind is crowded out
+    by one big part (a 16×16 base plate alone has 576 connectors)."""
+    if sum(len(refs) for refs in per_piece) <= limit:
+        return [ref for refs in per_piece for ref in refs]
+    out = [ref for layer in itertools.zip_longest(*per_piece) for ref in layer if ref is not None]
+    return out[:limit]
 
 
 def target_slots(assembly: Assembly, palette: Sequence[PaletteSlot], limit: int) -> list[ConnectorRef]:
-    """Free connectors of the assembly that some palette source can mate, in (piece id, connector) order."""
+    """Free connectors of the assembly that some palette source can mate, at most ``limit`` (see :func:`_listed`
+    for the order)."""
     sources = _source_types(tuple(palette))
-    out: list[ConnectorRef] = []
-    for pid in sorted(assembly.pieces):
-        out.extend(_free_mateable(assembly, pid, sources))
-        if len(out) >= limit:
-            return out[:limit]
-    return out
+    return _listed([_free_mateable(assembly, pid, sources) for pid in sorted(assembly.pieces)], limit)
 
 
 class TargetSlots:
@@ -111,14 +121,9 @@ class TargetSlots:
         """Piece ids of ``_refs`` in ascending order (kept sorted on insert and delete)."""
 
     def slots(self, assembly: Assembly, limit: int) -> list[ConnectorRef]:
-        """The first ``limit`` target slots, identical to ``target_slots(assembly, palette, limit)``."""
+        """At most ``limit`` target slots, identical to ``target_slots(assembly, palette, limit)``."""
         self._sync(assembly)
-        out: list[ConnectorRef] = []
-        for pid in self._order:
-            out.extend(self._refs[pid])
-            if len(out) >= limit:
-                return out[:limit]
-        return out
+        return _listed([self._refs[pid] for pid in self._order], limit)
 
     def _sync(self, assembly: Assembly) -> None:
         pieces = assembly.pieces

@@ -6,13 +6,21 @@ scored by a VLM judge; ``nondeterministic=True``). ``import brick_gym.envs`` reg
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.envs.assembly_env import DEFAULT_PALETTE, BrickAssemblyEnv
 from brick_gym.envs.episode import EnvConfig, EnvTask
+from brick_gym.envs.fidelity_tasks import DEFAULT_POOL
 from brick_gym.envs.palette import make_palette
-from brick_gym.rewards.terms import RewardSpec
+from brick_gym.rewards.terms import RewardSpec, standard_rewards
+
+FIDELITY_REWARDS = {"fidelity_delta": 1.0, "fidelity_colour_delta": 1.0, "valid_placement": 0.0}
+"""The Fidelity ids' default weights over the standard terms: dense shape and colour fidelity gains (the signal
+that teaches, per the project's reward ablation) with the terminal fidelity; validity is paid as everywhere."""
+
+_FACTORY_ARGS = {"rewards", "render_mode", "viewer"}
 
 
 def _config(base: EnvConfig, overrides: dict[str, Any]) -> EnvConfig:
@@ -20,29 +28,61 @@ def _config(base: EnvConfig, overrides: dict[str, Any]) -> EnvConfig:
     return EnvConfig(**{**base.__dict__, **fields})
 
 
-def make_model_env(*, rewards: RewardSpec | None = None, render_mode: str | None = None, **kw: Any) -> BrickAssemblyEnv:
-    """BrickBench's Model setting (≤ 400 parts) with the default palette, from a 6×6 base plate."""
-    config = _config(EnvConfig(max_pieces=400, max_steps=600, max_targets=256), kw)
-    task = EnvTask("model", Rules.for_setting("model"), make_palette(DEFAULT_PALETTE), prompt=kw.pop("prompt", None))
-    return BrickAssemblyEnv(task, config=config, rewards=rewards, render_mode=render_mode)
+def _rewards(
+    rewards: RewardSpec | Mapping[str, float] | None, defaults: Mapping[str, float] | None = None
+) -> RewardSpec:
+    """A reward spec from a spec, a {term: weight} mapping over the standard terms (the rest keep the defaults),
+    or None (the defaults). Unknown term names raise at make, not at the first reset."""
+    if isinstance(rewards, RewardSpec):
+        return rewards
+    if rewards is not None and not isinstance(rewards, Mapping):
+        raise TypeError(f"rewards must be a RewardSpec or a {{term: weight}} mapping, got {type(rewards).__name__}")
+    return standard_rewards(**{**(defaults or {}), **dict(rewards or {})})
 
 
-def make_set_env(*, rewards: RewardSpec | None = None, render_mode: str | None = None, **kw: Any) -> BrickAssemblyEnv:
-    """BrickBench's Set setting (400–4,000 parts) with the default palette, from a 16×16 plate."""
-    config = _config(EnvConfig(max_pieces=4000, max_steps=5000, max_targets=512), kw)
-    task = EnvTask("set", Rules.for_setting("set"), make_palette(DEFAULT_PALETTE), start=("91405", "light bluish gray"))
-    return BrickAssemblyEnv(task, config=config, rewards=rewards, render_mode=render_mode)
-
-
-def make_altbuild_env(
-    *,
-    inventory: str | os.PathLike[str] | Inventory | None = None,
-    rewards: RewardSpec | None = None,
-    render_mode: str | None = None,
-    **kw: Any,
+def _env(
+    env_id: str, task: EnvTask | Any, base: EnvConfig, kw: dict[str, Any], defaults: Mapping[str, float] | None = None
 ) -> BrickAssemblyEnv:
-    """BrickBench's Alt-Build setting: the palette is the inventory (``inventory=`` or ``$BRICKAGENT_SET``); the
-    start piece is the inventory's 16×16 plate when it has one (else its first plate), and it counts."""
+    """The env of one registered id: its config with the keyword overrides; any other keyword is an error."""
+    rewards, render_mode, viewer = kw.pop("rewards", None), kw.pop("render_mode", None), kw.pop("viewer", None)
+    config = _config(base, kw)
+    if kw:
+        known = sorted({*EnvConfig.__dataclass_fields__, *_FACTORY_ARGS, *_EXTRA_ARGS.get(env_id, ())})
+        raise TypeError(f"{env_id}: unknown argument(s) {sorted(kw)}; it takes {', '.join(known)}")
+    return BrickAssemblyEnv(
+        task, config=config, rewards=_rewards(rewards, defaults), render_mode=render_mode, viewer=viewer
+    )
+
+
+_EXTRA_ARGS = {
+    "BrickGym/Model-v0": ("prompt",),
+    "BrickGym/AltBuild-v0": ("inventory",),
+    "BrickGym/Fidelity-v0": ("split", "seed", "kinds", "size", "pool"),
+    "BrickGym/FidelityCandidates-v0": ("split", "seed", "kinds", "size", "pool"),
+}
+
+MODEL_CONFIG = EnvConfig(max_pieces=400, max_steps=600, max_targets=256)
+SET_CONFIG = EnvConfig(max_pieces=4000, max_steps=5000, max_targets=512)
+ALTBUILD_CONFIG = EnvConfig(max_pieces=783, max_steps=1000, max_targets=256, encoding="candidates")
+
+
+def make_model_env(**kw: Any) -> BrickAssemblyEnv:
+    """BrickBench's Model setting (≤ 400 parts) with the default palette, from a 6×6 base plate."""
+    task = EnvTask("model", Rules.for_setting("model"), make_palette(DEFAULT_PALETTE), prompt=kw.pop("prompt", None))
+    return _env("BrickGym/Model-v0", task, MODEL_CONFIG, kw)
+
+
+def make_set_env(**kw: Any) -> BrickAssemblyEnv:
+    """BrickBench's Set setting (400–4,000 parts) with the default palette, from a 16×16 plate."""
+    task = EnvTask("set", Rules.for_setting("set"), make_palette(DEFAULT_PALETTE), start=("91405", "light bluish gray"))
+    return _env("BrickGym/Set-v0", task, SET_CONFIG, kw)
+
+
+def make_altbuild_env(*, inventory: str | os.PathLike[str] | Inventory | None = None, **kw: Any) -> BrickAssemblyEnv:
+    """BrickBench's Alt-Build setting: the palette is the inventory (``inventory=``, else ``$BRICKAGENT_SET``, else
+    the shipped set 10698); the start piece is the inventory's 16×16 plate when it has one (else its first plate),
+    and it counts. Exact masks (the candidate encoding) by default: with 223 part–colour pairs, per-dimension masks
+    would offer almost only refused combinations."""
     rules = Rules.for_setting("alt-build", inventory)
     assert rules.inventory is not None
     entries = sorted(rules.inventory.limits)
@@ -50,9 +90,7 @@ def make_altbuild_env(
     start = next((e for e in entries if e[0] == "91405"), None) or next(
         (e for e in entries if "plate" in make_palette([e])[0].part.name), entries[0]
     )
-    config = _config(EnvConfig(max_pieces=783, max_steps=1000, max_targets=256), kw)
-    task = EnvTask("alt-build", rules, palette, start=start)
-    return BrickAssemblyEnv(task, config=config, rewards=rewards, render_mode=render_mode)
+    return _env("BrickGym/AltBuild-v0", EnvTask("alt-build", rules, palette, start=start), ALTBUILD_CONFIG, kw)
 
 
 def make_fidelity_env(
@@ -61,20 +99,26 @@ def make_fidelity_env(
     seed: int = 0,
     kinds: tuple[str, ...] | None = None,
     size: str = "small",
-    rewards: RewardSpec | None = None,
-    render_mode: str | None = None,
+    pool: int | None = DEFAULT_POOL,
     **kw: Any,
 ) -> BrickAssemblyEnv:
     """Build a target model (walls, towers, stairs, pyramids, houses, mosaics); every reset samples a target from
-    the split's generator. ``train`` and ``test`` draw from disjoint seed streams (held-out targets)."""
+    the split's generator. ``train`` and ``test`` draw from disjoint seed streams (held-out targets), each a pool
+    of ``pool`` targets per kind (None: a new target every reset). Rewards default to :data:`FIDELITY_REWARDS`."""
     from brick_gym.envs.fidelity_tasks import fidelity_task_source
 
-    config = _config(
-        EnvConfig(max_pieces=32 if size == "small" else 80, max_steps=64 if size == "small" else 160, max_targets=256),
-        kw,
-    )
-    source = fidelity_task_source(split=split, seed=seed, kinds=kinds, size=size)
-    return BrickAssemblyEnv(source, config=config, rewards=rewards, render_mode=render_mode)
+    env_id = "BrickGym/FidelityCandidates-v0" if kw.get("encoding") == "candidates" else "BrickGym/Fidelity-v0"
+    base = fidelity_config(size)
+    source = fidelity_task_source(split=split, seed=seed, kinds=kinds, size=size, pool=pool)
+    return _env(env_id, source, base, kw, FIDELITY_REWARDS)
+
+
+def fidelity_config(size: str) -> EnvConfig:
+    """The Fidelity ids' shapes and budgets for a target size."""
+    if size not in ("small", "medium"):
+        raise ValueError(f"size must be 'small' or 'medium', got {size!r}")
+    small = size == "small"
+    return EnvConfig(max_pieces=32 if small else 80, max_steps=64 if small else 160, max_targets=256)
 
 
 def make_fidelity_candidates_env(**kw: Any) -> BrickAssemblyEnv:
@@ -82,6 +126,18 @@ def make_fidelity_candidates_env(**kw: Any) -> BrickAssemblyEnv:
     kw.setdefault("encoding", "candidates")
     return make_fidelity_env(**kw)
 
+
+MAX_EPISODE_STEPS = {
+    "BrickGym/Model-v0": MODEL_CONFIG.max_steps,
+    "BrickGym/Set-v0": SET_CONFIG.max_steps,
+    "BrickGym/AltBuild-v0": ALTBUILD_CONFIG.max_steps,
+    "BrickGym/Fidelity-v0": fidelity_config("small").max_steps,
+    "BrickGym/FidelityCandidates-v0": fidelity_config("small").max_steps,
+    "BrickGym/ModelVQA-v0": MODEL_CONFIG.max_steps,
+}
+"""Gymnasium's ``TimeLimit`` per id, the same as the env's own ``max_steps``: the env truncates itself at that step
+(paying the terminal terms and giving ``info["report"]``) and adopts a smaller ``max_episode_steps`` passed to
+``gymnasium.make``, so the two limits never disagree."""
 
 ENV_IDS = {
     "BrickGym/Model-v0": "brick_gym.envs.registry:make_model_env",
@@ -99,7 +155,11 @@ def register_all() -> None:
     for env_id, entry in ENV_IDS.items():
         if env_id not in gym.registry:
             gym.register(
-                env_id, entry_point=entry, disable_env_checker=False, nondeterministic=env_id in NONDETERMINISTIC_IDS
+                env_id,
+                entry_point=entry,
+                disable_env_checker=False,
+                nondeterministic=env_id in NONDETERMINISTIC_IDS,
+                max_episode_steps=MAX_EPISODE_STEPS.get(env_id),
             )
 
 
@@ -119,8 +179,7 @@ def make_model_vqa_env(
     retries: int = 1,
     judge_cache: str | os.PathLike[str] | None = None,
     vqa_weight: float = 1.0,
-    rewards: RewardSpec | None = None,
-    render_mode: str | None = None,
+    rewards: RewardSpec | Mapping[str, float] | None = None,
     **kw: Any,
 ) -> BrickAssemblyEnv:
     """``Model-v0`` with a text task and BrickBench's VQA score as a terminal term named ``vqa``.
@@ -136,7 +195,6 @@ def make_model_vqa_env(
     """
     from brick_gym.judges.backends import ScriptedJudge, yes_to_all
     from brick_gym.rewards.judge_terms import DEFAULT_VQA_PROMPT, VQATerm, default_vqa_graph
-    from brick_gym.rewards.terms import standard_rewards
 
     if tasks is not None:
         from brick_gym.judges.vqa import load_tasks
@@ -163,10 +221,10 @@ def make_model_vqa_env(
         retries=retries,
         cache=judge_cache,
     )
-    spec = rewards or standard_rewards()
+    spec = _rewards(rewards)
     if "vqa" not in spec.names:
         spec = spec.plus(term, vqa_weight)
-    return make_model_env(rewards=spec, render_mode=render_mode, prompt=prompt, **kw)
+    return make_model_env(rewards=spec, prompt=prompt, **kw)
 
 
 ENV_IDS["BrickGym/ModelVQA-v0"] = "brick_gym.envs.registry:make_model_vqa_env"

@@ -65,12 +65,13 @@ def test_altbuild_uses_the_real_inventory(altbuild_inventory_path) -> None:
     check_env(base, skip_render_check=True)
 
 
-def test_altbuild_without_inventory_says_how_to_give_one(monkeypatch) -> None:
-    from brick_gym.core.rules import InventoryError
+def test_altbuild_without_inventory_uses_the_shipped_10698_set(monkeypatch, altbuild_inventory_path) -> None:
+    from brick_gym.core.rules import Inventory
 
     monkeypatch.delenv("BRICKAGENT_SET", raising=False)
-    with pytest.raises(InventoryError, match="BRICKAGENT_SET"):
-        gym.make("BrickGym/AltBuild-v0")
+    base = gym.make("BrickGym/AltBuild-v0").unwrapped
+    assert base.task.rules.inventory.total == 783 and len(base.palette) == 223
+    assert base.task.rules.inventory.limits == Inventory.load(altbuild_inventory_path).limits
 
 
 def _rollout(env: BrickAssemblyEnv, seed: int, steps: int = 12) -> list:
