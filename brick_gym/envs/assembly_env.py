@@ -47,11 +47,15 @@ class BrickAssemblyEnv(OverEpisode, gym.Env):
         rewards: RewardSpec | None = None,
         render_mode: str | None = None,
         viewer: Viewer | None = None,
+        log_terms: str | Sequence[str] = "all",
     ) -> None:
+        """``log_terms``: ``"all"`` computes and reports every reward term each step (weight 0: logged, not paid);
+        ``"paid"`` only those with a weight (the rest cost nothing, the end-of-episode check too unless a paid
+        term needs it); a list of names adds those to the paid ones."""
         super().__init__()
         self._set_render_mode(render_mode)
         self.config = config = config or EnvConfig()
-        self.episode = Episode(task, config, rewards, viewer)
+        self.episode = Episode(task, config, rewards, viewer, log_terms)
         self.action_space = self.codec.space()
         self.observation_space = self.episode.observer.space()
         self._reset_state()
@@ -88,7 +92,7 @@ class BrickAssemblyEnv(OverEpisode, gym.Env):
         self._last_invalid = attempt.invalid is not None
         self._refresh()
         terminated = attempt.stop or not self._view.can_place or len(self.assembly) >= self.config.max_pieces
-        truncated = not terminated and self._steps >= self._max_steps
+        truncated = not terminated and self._steps >= self.config.max_steps
         self._done = terminated or truncated
         reward, terms = self.episode.settle(attempt, self._done)
         self._return += reward
@@ -106,7 +110,7 @@ class BrickAssemblyEnv(OverEpisode, gym.Env):
 
     def render(self) -> np.ndarray | str | None:
         """``ansi``: a text summary; ``rgb_array``: one 256² view of the assembly (the viewer draws both)."""
-        header = [f"{self.task.name}: {len(self.assembly)} pieces, step {self._steps}/{self._max_steps}"]
+        header = [f"{self.task.name}: {len(self.assembly)} pieces, step {self._steps}/{self.config.max_steps}"]
         return self.episode.render(self.render_mode, header=header)
 
     # ----- helpers -------------------------------------------------------------------------------------------
@@ -146,10 +150,6 @@ class BrickAssemblyEnv(OverEpisode, gym.Env):
         self._last_invalid = False
         self._done = False
         self._view = self.codec.idle()
-        spec_limit = getattr(self.spec, "max_episode_steps", None)
-        self._max_steps = min(self.config.max_steps, spec_limit) if spec_limit else self.config.max_steps
-        """The env's own step limit, or a smaller ``max_episode_steps`` given to ``gymnasium.make`` (so that the env
-        truncates itself, paying the terminal terms, at the step Gymnasium's TimeLimit would)."""
         self._initial_stock = self.episode.initial_stock()
         self._t0 = time.perf_counter()
 

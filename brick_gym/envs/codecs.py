@@ -256,7 +256,8 @@ class FactoredCodec:
         target[: len(targets)] = 1
         if not targets or not any(stock):
             palette[:-1] = 0
-        source = np.ones(self.max_sources, dtype=np.int8)
+        source = np.zeros(self.max_sources, dtype=np.int8)  # only source indices some part in stock has
+        source[: max((len(s.sources) for s, ok in zip(self.palette, stock, strict=True) if ok), default=1)] = 1
         yaw = np.ones(len(YAWS), dtype=np.int8)
         return np.concatenate([palette, target, source, yaw])
 

@@ -121,9 +121,10 @@ class Episode:
         config: EnvConfig,
         rewards: RewardSpec | None = None,
         viewer: Viewer | None = None,
+        log_terms: str | Sequence[str] = "all",
     ) -> None:
         self.config = config
-        self.rewards = rewards or standard_rewards()
+        self.rewards = (rewards or standard_rewards()).logging(log_terms)
         self.viewer: Viewer = viewer or default_viewer
         self._task_source: TaskSource | None = None if isinstance(task, EnvTask) else task
         self._fixed_task = task if isinstance(task, EnvTask) else None
@@ -260,7 +261,7 @@ class Episode:
             episode=self.scratch,
             progress=self.progress,
         )
-        if terminal:
+        if terminal and self.rewards.needs_report():
             from brick_gym.core.validity import check
 
             self.report = check(self.assembly)

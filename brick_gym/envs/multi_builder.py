@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -105,8 +106,10 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
         encoding: str = "candidates",
         render_mode: str | None = None,
         viewer: Viewer | None = None,
+        log_terms: str | Sequence[str] = "all",
     ) -> None:
-        """``encoding`` decides the action encoding (``config.encoding`` is overridden by it)."""
+        """``encoding`` decides the action encoding (``config.encoding`` is overridden by it); ``log_terms`` as for
+        :class:`~brick_gym.envs.assembly_env.BrickAssemblyEnv`."""
         super().__init__()
         self._set_render_mode(render_mode)
         if split not in SPLITS:
@@ -119,7 +122,7 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
         self.n_builders = n_builders
         self.split = split
         self.shared_reward = bool(shared_reward)
-        self.episode = Episode(task, self.config, rewards, viewer)
+        self.episode = Episode(task, self.config, rewards, viewer, log_terms)
         self.rewards: dict[str, float] = {}
         """PettingZoo's per-agent rewards (the reward terms and weights are :attr:`reward_spec`)."""
         if split == "inventory" and self.episode.task.rules.inventory is None and n_builders > len(self.palette):
@@ -233,7 +236,7 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
 
         total, terms = self.episode.settle(attempt, end)
         terminal_names = {t.name for t, _ in self.reward_spec.weights if t.terminal}
-        terminal_reward = sum(w * terms[t.name] for t, w in self.reward_spec.weights if t.terminal)
+        terminal_reward = sum(w * terms.get(t.name, 0.0) for t, w in self.reward_spec.weights if t.terminal)
         for a in self.agents:
             if self.shared_reward or a == agent:
                 self.rewards[a] = float(total)

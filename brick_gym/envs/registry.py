@@ -20,7 +20,7 @@ FIDELITY_REWARDS = {"fidelity_delta": 1.0, "fidelity_colour_delta": 1.0, "valid_
 """The Fidelity ids' default weights over the standard terms: dense shape and colour fidelity gains (the signal
 that teaches, per the project's reward ablation) with the terminal fidelity; validity is paid as everywhere."""
 
-_FACTORY_ARGS = {"rewards", "render_mode", "viewer"}
+_FACTORY_ARGS = {"rewards", "render_mode", "viewer", "log_terms"}
 
 
 def _config(base: EnvConfig, overrides: dict[str, Any]) -> EnvConfig:
@@ -45,12 +45,14 @@ def _env(
 ) -> BrickAssemblyEnv:
     """The env of one registered id: its config with the keyword overrides; any other keyword is an error."""
     rewards, render_mode, viewer = kw.pop("rewards", None), kw.pop("render_mode", None), kw.pop("viewer", None)
+    log_terms = kw.pop("log_terms", "all")
     config = _config(base, kw)
     if kw:
         known = sorted({*EnvConfig.__dataclass_fields__, *_FACTORY_ARGS, *_EXTRA_ARGS.get(env_id, ())})
         raise TypeError(f"{env_id}: unknown argument(s) {sorted(kw)}; it takes {', '.join(known)}")
+    spec = _rewards(rewards, defaults)
     return BrickAssemblyEnv(
-        task, config=config, rewards=_rewards(rewards, defaults), render_mode=render_mode, viewer=viewer
+        task, config=config, rewards=spec, render_mode=render_mode, viewer=viewer, log_terms=log_terms
     )
 
 
@@ -127,18 +129,6 @@ def make_fidelity_candidates_env(**kw: Any) -> BrickAssemblyEnv:
     return make_fidelity_env(**kw)
 
 
-MAX_EPISODE_STEPS = {
-    "BrickGym/Model-v0": MODEL_CONFIG.max_steps,
-    "BrickGym/Set-v0": SET_CONFIG.max_steps,
-    "BrickGym/AltBuild-v0": ALTBUILD_CONFIG.max_steps,
-    "BrickGym/Fidelity-v0": fidelity_config("small").max_steps,
-    "BrickGym/FidelityCandidates-v0": fidelity_config("small").max_steps,
-    "BrickGym/ModelVQA-v0": MODEL_CONFIG.max_steps,
-}
-"""Gymnasium's ``TimeLimit`` per id, the same as the env's own ``max_steps``: the env truncates itself at that step
-(paying the terminal terms and giving ``info["report"]``) and adopts a smaller ``max_episode_steps`` passed to
-``gymnasium.make``, so the two limits never disagree."""
-
 ENV_IDS = {
     "BrickGym/Model-v0": "brick_gym.envs.registry:make_model_env",
     "BrickGym/Set-v0": "brick_gym.envs.registry:make_set_env",
@@ -149,7 +139,9 @@ ENV_IDS = {
 
 
 def register_all() -> None:
-    """Register every id with Gymnasium (idempotent)."""
+    """Register every id with Gymnasium (idempotent). No id registers Gymnasium's ``TimeLimit``: each truncates
+    itself at its ``max_steps`` (pass ``max_steps=`` to ``gymnasium.make``), running the full check and paying the
+    terminal terms; a ``max_episode_steps=`` given to ``make`` adds Gymnasium's wrapper, which cuts without them."""
     import gymnasium as gym
 
     for env_id, entry in ENV_IDS.items():
@@ -159,7 +151,7 @@ def register_all() -> None:
                 entry_point=entry,
                 disable_env_checker=False,
                 nondeterministic=env_id in NONDETERMINISTIC_IDS,
-                max_episode_steps=MAX_EPISODE_STEPS.get(env_id),
+                max_episode_steps=None,  # the env truncates itself at max_steps, paying the terminal terms
             )
 
 

@@ -53,6 +53,8 @@ class FunctionTerm:
     name: str
     fn: Callable[[RewardContext], float]
     terminal: bool = False
+    needs_report: bool = False
+    """Whether the term reads ``ctx.report`` (the full BrickBench check, run at the end only when a term needs it)."""
 
     def __call__(self, ctx: RewardContext) -> float:
         return float(self.fn(ctx))
@@ -138,7 +140,7 @@ NEW_JOINTS = FunctionTerm("new_joints", _joints)
 INVALID_ACTION = FunctionTerm("invalid_action", _invalid)
 FIDELITY_DELTA = FunctionTerm("fidelity_delta", functools.partial(_fidelity_change, which=0))
 FIDELITY_COLOUR_DELTA = FunctionTerm("fidelity_colour_delta", functools.partial(_fidelity_change, which=1))
-VALIDITY = FunctionTerm("validity", _valid, terminal=True)
+VALIDITY = FunctionTerm("validity", _valid, terminal=True, needs_report=True)
 PART_RULE = FunctionTerm("part_rule", _part_rule, terminal=True)
 FIDELITY = FunctionTerm("fidelity", _fidelity_shape, terminal=True)
 FIDELITY_COLOUR = FunctionTerm("fidelity_colour", _fidelity_colour, terminal=True)
@@ -162,23 +164,52 @@ class RewardSpec:
 
     weights: tuple[tuple[RewardTerm, float], ...]
     gate_on_validity: bool = False
+    logged: frozenset[str] | None = None
+    """Terms computed although their weight is 0; None (the default): every term. A term neither paid nor logged
+    is not computed at all, and is absent from the values."""
 
     @property
     def names(self) -> list[str]:
-        """Term names in order (the keys of ``info["reward_terms"]``)."""
-        return [t.name for t, _ in self.weights]
+        """Names of the terms computed, in order (the keys of ``info["reward_terms"]``)."""
+        return [t.name for t, _ in self._active()]
+
+    def _active(self) -> list[tuple[RewardTerm, float]]:
+        if self.logged is None:
+            return list(self.weights)
+        return [(t, w) for t, w in self.weights if w != 0 or t.name in self.logged]
+
+    def logging(self, which: str | Sequence[str] = "all") -> RewardSpec:
+        """A copy computing every term (``"all"``), only the paid ones (``"paid"``), or the paid ones and those
+        named: terms with weight 0 then cost nothing (the full check too, unless a computed term needs it)."""
+        if which == "all":
+            logged = None
+        elif which == "paid":
+            logged = frozenset()
+        elif isinstance(which, str):
+            raise ValueError(f"log_terms must be 'all', 'paid' or a list of term names, got {which!r}")
+        else:
+            logged = frozenset(which)
+            unknown = logged - {t.name for t, _ in self.weights}
+            if unknown:
+                raise KeyError(f"unknown reward terms {sorted(unknown)}; known: {[t.name for t, _ in self.weights]}")
+        return RewardSpec(self.weights, self.gate_on_validity, logged)
+
+    def needs_report(self) -> bool:
+        """Whether the end of an episode must run the full check: a computed term reads it, or validity gates."""
+        return self.gate_on_validity or any(getattr(t, "needs_report", True) for t, _ in self._active() if t.terminal)
 
     def evaluate(self, ctx: RewardContext) -> tuple[float, dict[str, float]]:
         """(weighted reward, {term: unweighted value}); terminal terms are 0 on non-terminal steps."""
         values: dict[str, float] = {}
-        for term, _ in self.weights:
+        active = self._active()
+        for term, _ in active:
             values[term.name] = float(term(ctx)) if (ctx.terminal or not term.terminal) else 0.0
         if ctx.terminal and self.gate_on_validity:
             ok = _valid(ctx)
-            for term, _ in self.weights:
+            for term, _ in active:
                 if term.terminal and term.name != "validity":
                     values[term.name] *= ok
-        total = sum(w * values[t.name] for t, w in self.weights)
+        total = sum(w * values[t.name] for t, w in active)
         return float(total), values
 
     def with_weights(self, **weights: float) -> RewardSpec:
@@ -187,11 +218,12 @@ class RewardSpec:
         unknown = set(weights) - known
         if unknown:
             raise KeyError(f"unknown reward terms {sorted(unknown)}; known: {sorted(known)}")
-        return RewardSpec(tuple((t, float(weights.get(t.name, w))) for t, w in self.weights), self.gate_on_validity)
+        weighted = tuple((t, float(weights.get(t.name, w))) for t, w in self.weights)
+        return RewardSpec(weighted, self.gate_on_validity, self.logged)
 
     def plus(self, term: RewardTerm, weight: float) -> RewardSpec:
         """A copy with one more term."""
-        return RewardSpec((*self.weights, (term, float(weight))), self.gate_on_validity)
+        return RewardSpec((*self.weights, (term, float(weight))), self.gate_on_validity, self.logged)
 
 
 def standard_rewards(**weights: float) -> RewardSpec:

@@ -41,5 +41,5 @@ class TrainConfig:
     """Timesteps between checkpoints (``<out_dir>/checkpoints``); 0: only the final model."""
     out_dir: str = field(default="runs/ppo", metadata={PER_RUN: True})
     torch_threads: int = 1
-    """Torch CPU threads (fixed, for reproducible numbers). Experiment runs train under deterministic torch with
-    this many threads; :func:`~brick_gym.rl.train.train` itself leaves torch's settings as they are."""
+    """Torch CPU threads (fixed, for reproducible numbers; 0 leaves torch's own setting). :func:`~brick_gym.rl.
+    train.train` sets it; experiment runs also train under deterministic torch."""

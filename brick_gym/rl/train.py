@@ -38,6 +38,14 @@ def make_env(env_id: str, seed: int = 0, stats_path: str | None = None, **kwargs
     return functools.partial(_build_env, env_id, seed, kwargs, stats_path)
 
 
+def _start_method() -> str | None:
+    """``fork`` where the platform has it: workers then start without re-importing the caller's ``__main__``, so a
+    script that calls :func:`train` needs no ``if __name__ == "__main__"`` guard (spawn and forkserver need one)."""
+    import multiprocessing
+
+    return "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+
+
 def train(config: TrainConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train MaskablePPO with vectorised envs; writes checkpoints, the final model and ``result.json``."""
     require("sb3_contrib", "train()")
@@ -46,13 +54,20 @@ def train(config: TrainConfig, callbacks: list[Any] | None = None) -> dict[str, 
     from stable_baselines3.common.callbacks import CheckpointCallback
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+    torch = require("torch", "train()")
+    if config.torch_threads:
+        torch.set_num_threads(int(config.torch_threads))
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     fns = [
         make_env(config.env_id, config.seed + i, str(out / "train_stats.jsonl"), **config.env_kwargs)
         for i in range(config.n_envs)
     ]
-    vec = SubprocVecEnv(fns) if config.subprocess and config.n_envs > 1 else DummyVecEnv(fns)
+    vec = (
+        SubprocVecEnv(fns, start_method=_start_method())
+        if config.subprocess and config.n_envs > 1
+        else DummyVecEnv(fns)
+    )
     policy, policy_kwargs = policy_for(config.env_id, config.env_kwargs)
     model = MaskablePPO(
         policy,
