@@ -119,8 +119,16 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     ours = figures["placement_us"].get("400")
     theirs = figures["brickagent_attach_us"]
     figures["placement_vs_brickagent_ratio"] = round(ours / theirs, 3) if ours and theirs else None
+    figures["non_box_placement_us"] = _non_box_placement_us(sizes[:2])
+    other = figures["non_box_placement_us"].get("400") or figures["non_box_placement_us"].get("50")
+    figures["non_box_placement_vs_brickagent_ratio"] = round(other / theirs, 3) if other and theirs else None
     figures.update(_render_figures(quick))
     figures.update(_env_figures(sizes[:2], quick))
+    try:
+        figures["registered_envs"] = _registered_figures(quick, theirs)
+        figures.update(_altbuild_figures(40 if quick else 200))
+    except ImportError as exc:  # the rl extra is not installed
+        figures["registered_envs_error"] = f"{type(exc).__name__}: {exc}"
     return figures
 
 
@@ -192,6 +200,98 @@ def _candidate_order_steps_per_s(episodes: int) -> dict[str, float]:
     return out
 
 
+def _non_box_placement_us(sizes: tuple[int, ...]) -> dict[str, float | None]:
+    """Median µs of a checked ``attach`` of a part that is not a box (1×1 round bricks, fcl narrow phase against
+    their neighbours), in windows around each size: columns of them over 16×16 plates."""
+    rec = _Recorder()
+    plate = rec.add("91405", "light bluish gray").piece
+    columns = [r for r in rec[plate].stud]
+    tops = {i: r for i, r in enumerate(columns)}
+    while len(rec) < max(sizes) + 30:
+        for i in list(tops):
+            out = rec.attach("3062b", "white", to=tops[i], by=("tube", 0))
+            if not out.ok:
+                del tops[i]
+                continue
+            tops[i] = rec[out.piece].open[0]
+            if len(rec) >= max(sizes) + 30:
+                break
+        if not tops:
+            break
+    return {str(n): _window_median_us(rec.timings, min(n, len(rec) - 25)) for n in sizes}
+
+
+def _registered_figures(quick: bool, attach_us: float | None) -> dict[str, Any]:
+    """For every registered id: reset time and random-masked steps per second around 50 and 400 pieces (ids whose
+    budget is smaller: over whole episodes), each also as a ratio to BrickAgent's unchecked ``attach``."""
+    import gymnasium as gym
+
+    import brick_gym.envs  # noqa: F401
+    from brick_gym.envs.registry import ENV_IDS
+    from brick_gym.rl.baselines import RandomMaskedAgent
+
+    marks = (50,) if quick else (50, 400)
+    out: dict[str, Any] = {}
+    for env_id in ENV_IDS:
+        env = gym.make(env_id)
+        agent = RandomMaskedAgent(0)
+        resets = []
+        for seed in range(2 if quick else 5):
+            t = time.perf_counter()
+            env.reset(seed=seed)
+            resets.append(time.perf_counter() - t)
+        row: dict[str, Any] = {"reset_ms": round(statistics.median(resets[1:] or resets) * 1e3, 2)}
+        budget = env.unwrapped.config.max_pieces
+        windows: dict[int, list[float]] = {m: [] for m in marks if m + 10 <= budget}
+        episode_steps: list[float] = []
+        env.reset(seed=0)
+        limit = 60 if quick else (max(windows) + 20 if windows else 400)
+        for _ in range(limit):
+            n = len(env.unwrapped.assembly)
+            t = time.perf_counter()
+            _, _, terminated, truncated, _ = env.step(agent.act(env))
+            dt = time.perf_counter() - t
+            episode_steps.append(dt)
+            for m in windows:
+                if m - 10 <= n < m + 10:
+                    windows[m].append(dt)
+            if terminated or truncated:
+                if windows and all(len(v) >= 10 for v in windows.values()):
+                    break
+                env.reset()
+            if windows and all(len(v) >= 20 for v in windows.values()):
+                break
+        for m, times in windows.items():
+            if times:
+                row[f"steps_per_s_at_{m}"] = round(1.0 / statistics.median(times), 1)
+        if not windows:
+            row["steps_per_s_episodes"] = round(1.0 / statistics.median(episode_steps), 1)
+        if attach_us:
+            step_s = statistics.median(episode_steps)
+            row["step_over_attach"] = round(step_s * 1e6 / attach_us, 1)
+            row["reset_over_attach"] = round(row["reset_ms"] * 1e3 / attach_us, 1)
+        env.close()
+        out[env_id.split("/")[-1]] = row
+    return out
+
+
+def _altbuild_figures(steps: int) -> dict[str, Any]:
+    """Alt-Build with no arguments: random masked play, pieces built and share of masked actions refused."""
+    import gymnasium as gym
+
+    import brick_gym.envs  # noqa: F401
+    from brick_gym.rl.baselines import RandomMaskedAgent, run_episodes
+
+    env = gym.make("BrickGym/AltBuild-v0", max_steps=steps)
+    results = run_episodes(env, RandomMaskedAgent(0), 2, seed=0)
+    total = sum(int(r["steps"]) for r in results)
+    return {
+        "altbuild_random_pieces": round(float(np.mean([r["pieces"] for r in results])), 1),
+        "altbuild_random_refused_share": round(sum(int(r["invalid_actions"]) for r in results) / max(total, 1), 3),
+        "altbuild_random_steps": steps,
+    }
+
+
 def _env_figures(sizes: tuple[int, ...], quick: bool = False) -> dict[str, Any]:
     """Env step cost against a bare placement at each size, and vectorised throughput."""
     try:
@@ -244,7 +344,11 @@ def format_figures(figures: dict[str, Any]) -> str:
     """Human-readable lines for the figures."""
     lines = []
     for key, value in figures.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and any(isinstance(v, dict) for v in value.values()):
+            lines.append(key)
+            for name, inner in value.items():
+                lines.append(f"  {name:<30} " + ", ".join(f"{k}: {v}" for k, v in inner.items()))
+        elif isinstance(value, dict):
             inner = ", ".join(f"{k}: {v}" for k, v in value.items())
             lines.append(f"{key:<32} {inner}")
         else:

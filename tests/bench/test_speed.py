@@ -20,3 +20,11 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
     assert figures["env_2_subprocess_steps_per_s"] > 0
     order = figures["fidelity_candidates_steps_per_s"]
     assert order["target_guided"] > 0 and order["connector_order"] > 0 and order["guided_over_connector"] > 0
+    assert set(figures["non_box_placement_us"]) == {"50", "400"} and figures["non_box_placement_us"]["50"] > 0
+    from brick_gym.envs.registry import ENV_IDS
+
+    rows = figures["registered_envs"]
+    assert set(rows) == {i.split("/")[-1] for i in ENV_IDS}
+    assert all(r["reset_ms"] > 0 for r in rows.values())
+    assert rows["Model-v0"]["steps_per_s_at_50"] > 0 and rows["FidelityCandidates-v0"]["steps_per_s_episodes"] > 0
+    assert figures["altbuild_random_pieces"] > 0 and 0 <= figures["altbuild_random_refused_share"] <= 1
