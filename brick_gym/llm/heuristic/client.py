@@ -88,8 +88,8 @@ class HeuristicClient:
     def _inventory_info(messages: Sequence[Message]) -> dict[str, Any]:
         for m in reversed(messages):
             if m.role == "tool" and m.name == "inventory_left" and not m.is_error:
-                try:
-                    data = json.loads(m.text)
+                try:  # the JSON object, then the adapter's budget line
+                    data, _ = json.JSONDecoder().raw_decode(m.text)
                 except json.JSONDecodeError:
                     continue
                 if isinstance(data, dict):
