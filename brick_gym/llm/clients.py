@@ -279,7 +279,8 @@ def anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str,
 class AnthropicClient:
     """Anthropic's messages API through the ``anthropic`` SDK (``tool_use`` / ``tool_result`` blocks).
 
-    ``api_key`` defaults to ``$ANTHROPIC_API_KEY``; ``base_url`` to ``$ANTHROPIC_BASE_URL``, else Anthropic's;
+    ``api_key`` defaults to ``$ANTHROPIC_API_KEY`` (``"EMPTY"`` when unset and ``base_url`` names a server of one's
+    own); ``base_url`` to ``$ANTHROPIC_BASE_URL``, else Anthropic's;
     ``max_tokens`` is required by the API (default 4096); ``reasoning_effort`` is sent as ``output_config.effort``;
     ``prices`` as for :class:`OpenAIChatClient`.
     """
@@ -342,6 +343,8 @@ class AnthropicClient:
             kwargs: dict[str, Any] = {"timeout": self.timeout, "max_retries": 0}
             if self._api_key:
                 kwargs["api_key"] = self._api_key
+            elif self.base_url and not os.environ.get("ANTHROPIC_API_KEY"):
+                kwargs["api_key"] = "EMPTY"  # a server of one's own (a proxy, a local model) may want no key
             if self.base_url:
                 kwargs["base_url"] = self.base_url
             self._client = anthropic.Anthropic(**kwargs)
