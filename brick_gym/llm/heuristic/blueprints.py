@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from brick_gym.llm.heuristic import scenery
 from brick_gym.llm.heuristic.brief import ANIMAL_COLOURS, Brief
-from brick_gym.llm.heuristic.layers import Layer, Palette, Region, even, paint, rect, ring
+from brick_gym.llm.heuristic.layers import Layer, Palette, Region, even, paint, pitched_roof, rect, ring
 from brick_gym.llm.heuristic.shapes import Cell
 
 __all__ = ["BLUEPRINTS", "FAMILIES", "Blueprint", "LayerMaker", "palette_for"]
@@ -77,15 +77,7 @@ def _house(r: Region, s: int, pal: Palette) -> list[Layer]:
             window = 1 <= lv <= walls - 3 and not corner and c not in door and along % 4 in (1, 2)
             cells[c] = pal["window"] if window else pal["main"]
         layers.append(Layer(cells))
-    rows = d // 2 - 1
-    for k in range(rows):
-        layers.append(Layer(paint(rect(x0, z0 + k, w, 2), pal["roof"]), "slope", "-z"))
-        layers.append(Layer(paint(rect(x0, z0 + d - 2 - k, w, 2), pal["roof"]), "slope", "+z"))
-        gable = [(x, z) for x in (x0, x0 + w - 1) for z in range(z0 + k + 2, z0 + d - k - 2)]
-        if gable:
-            layers.append(Layer(paint(gable, pal["main"])))
-    layers.append(Layer(paint(rect(x0, z0 + rows, w, 2), pal["roof"]), "ridge", "x"))
-    return layers
+    return layers + pitched_roof(x0, z0, w, d, pal["roof"], pal["main"])
 
 
 def _tree(r: Region, s: int, pal: Palette) -> list[Layer]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from brick_gym.llm.heuristic.shapes import Cell
 
-__all__ = ["Layer", "Palette", "Region", "disc", "even", "paint", "rect", "ring"]
+__all__ = ["Layer", "Palette", "Region", "disc", "even", "paint", "pitched_roof", "rect", "ring"]
 
 
 @dataclass
@@ -74,3 +74,18 @@ def disc(cx: float, cz: float, radius: float) -> list[Cell]:
         for x in range(int(cx) - r, int(cx) + r + 2)
         if (x + 0.5 - cx) ** 2 + (z + 0.5 - cz) ** 2 <= radius**2
     ]
+
+
+def pitched_roof(x0: int, z0: int, w: int, d: int, roof: str, gable: str) -> list[Layer]:
+    """A roof over a w x d building: slope courses from the front (-z) and back (+z) meeting at a ridge along x,
+    the gable ends filled in ``gable``."""
+    layers = []
+    rows = d // 2 - 1
+    for k in range(rows):
+        layers.append(Layer(paint(rect(x0, z0 + k, w, 2), roof), "slope", "-z"))
+        layers.append(Layer(paint(rect(x0, z0 + d - 2 - k, w, 2), roof), "slope", "+z"))
+        ends = [(x, z) for x in (x0, x0 + w - 1) for z in range(z0 + k + 2, z0 + d - k - 2)]
+        if ends:
+            layers.append(Layer(paint(ends, gable)))
+    layers.append(Layer(paint(rect(x0, z0 + rows, w, 2), roof), "ridge", "x"))
+    return layers

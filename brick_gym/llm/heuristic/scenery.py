@@ -7,7 +7,7 @@ layers bottom up, like those of :mod:`~brick_gym.llm.heuristic.blueprints`; the 
 
 from __future__ import annotations
 
-from brick_gym.llm.heuristic.layers import Layer, Palette, Region, disc, even, paint, rect, ring
+from brick_gym.llm.heuristic.layers import Layer, Palette, Region, disc, even, paint, pitched_roof, rect, ring
 from brick_gym.llm.heuristic.shapes import Cell
 
 __all__ = [
@@ -108,15 +108,8 @@ def townhouse(r: Region, s: int, pal: Palette) -> list[Layer]:
             layers.append(Layer(boxes))
             flowers = {c: ("red" if c[0] % 2 else "yellow") for c in rect(x0 + 2, z0 - 2, w - 4, 1)}
             layers.append(Layer(flowers, "plate"))
-    rows = d // 2 - 1
-    for k in range(rows):
-        layers.append(Layer(paint(rect(x0, z0 + k, w, 2), pal["roof"]), "slope", "-z"))
-        layers.append(Layer(paint(rect(x0, z0 + d - 2 - k, w, 2), pal["roof"]), "slope", "+z"))
-        gable = [(x, z) for x in (x0, x0 + w - 1) for z in range(z0 + k + 2, z0 + d - k - 2)]
-        if gable:
-            layers.append(Layer(paint(gable, pal["second"])))
-    layers.append(Layer(paint(rect(x0, z0 + rows, w, 2), pal["roof"]), "ridge", "x"))
-    chimney = rect(x0 + w - 3, z0 + rows, 2, 2)
+    layers += pitched_roof(x0, z0, w, d, pal["roof"], pal["second"])
+    chimney = rect(x0 + w - 3, z0 + d // 2 - 1, 2, 2)
     layers += [Layer(paint(chimney, pal["dark"])) for _ in range(2)]
     return layers
 
