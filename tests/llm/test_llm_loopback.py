@@ -91,6 +91,7 @@ def test_300_turns_never_exceed_the_context(tmp_path: Path, loopback, completion
         res = run_episode(BenchTask("long-1", "a castle"), client, tmp_path, EpisodeConfig(render=False))
         last = received[-1]
 
+    print(f"300 turns: largest request on the wire {max(sizes)} tokens, context {res.context}")
     assert res.stop_reason == "max_turns" and res.turns == 300 and len(sizes) == 300
     assert max(sizes) <= 128_000, max(sizes)
     assert max(sizes) > 100_000  # the episode did press against the limit: the test is not vacuous
