@@ -22,7 +22,7 @@ import os
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -796,16 +796,16 @@ _TOOL_WORDS = {
 """Words of wrong tool names -> the tools they usually mean (names not defined here are skipped)."""
 
 
-def suggest_tools(name: str, limit: int = 2) -> list[str]:
-    """The tools a wrong tool name most likely meant, best first; never empty.
+def suggest_tools(name: str, limit: int = 2, names: Sequence[str] | None = None) -> list[str]:
+    """The tools (of ``names``, default all) a wrong tool name most likely meant, best first; never empty.
 
     A namespace prefix (``functions.add_part``) and case or dashes are ignored; then the name's words vote
     through :data:`_TOOL_WORDS` and spelling closeness breaks ties, so ``place_brick`` suggests ``attach_part``
     and ``rendr_views`` suggests ``render_views``.
     """
-    names = list(_SPECS_BY_NAME)
+    names = list(names if names is not None else _SPECS_BY_NAME)
     plain = re.sub(r"[^a-z0-9]+", "_", name.rsplit(".", 1)[-1].lower()).strip("_")
-    if plain in _SPECS_BY_NAME:
+    if plain in names:
         return [plain]
     words = [w for w in plain.split("_") if w]
     score = {n: difflib.SequenceMatcher(None, plain, n).ratio() for n in names}

@@ -147,3 +147,4 @@ def test_every_unknown_tool_name_gets_a_suggestion() -> None:
     assert suggest_tools("validate")[0] == "check" and suggest_tools("submit")[0] == "finish"
     assert suggest_tools("get_inventory")[0] == "inventory_left"
     assert suggest_tools("zzz")  # never empty
+    assert suggest_tools("place_brick", names=["finish", "add_part"]) == ["add_part", "finish"]  # within a tool set
