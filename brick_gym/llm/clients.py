@@ -78,6 +78,36 @@ def _usage(prompt: Any, completion: Any) -> dict[str, int]:
     return {"prompt_tokens": int(prompt or 0), "completion_tokens": int(completion or 0)}
 
 
+class _HostedModel:
+    """What the OpenAI and Anthropic clients share: where requests go, how they sample, what they record."""
+
+    KIND: str
+    URL_VARIABLE: str
+    DEFAULT_URL: str
+    model: str
+    base_url: str | None
+    temperature: float | None
+    max_tokens: int | None
+    reasoning_effort: str | None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.endpoint!r})"
+
+    @property
+    def endpoint(self) -> str:
+        """The URL requests go to: ``base_url``, else the SDK's environment variable, else the provider's."""
+        return self.base_url or os.environ.get(self.URL_VARIABLE) or self.DEFAULT_URL
+
+    @property
+    def sampling(self) -> Sampling:
+        """The sampling settings sent with every request."""
+        return Sampling(self.temperature, self.max_tokens, self.reasoning_effort)
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced the replies: provider, model, endpoint and sampling (recorded with every run)."""
+        return {"kind": self.KIND, "model": self.model, "endpoint": self.endpoint, "sampling": self.sampling.to_json()}
+
+
 def _cost(usage: Mapping[str, int], prices: tuple[float, float] | None) -> float | None:
     if prices is None or not usage:
         return None
@@ -134,7 +164,7 @@ def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-class OpenAIChatClient(OpenAIEndpoint):
+class OpenAIChatClient(_HostedModel, OpenAIEndpoint):
     """A chat-completions endpoint through the official ``openai`` SDK (OpenAI, vLLM, llama.cpp, Ollama...).
 
     ``base_url`` None means ``$OPENAI_BASE_URL`` or OpenAI itself; ``api_key`` defaults to ``$OPENAI_API_KEY`` or
@@ -172,22 +202,9 @@ class OpenAIChatClient(OpenAIEndpoint):
         self._ids = itertools.count()
         Sampling(temperature, max_tokens, reasoning_effort)  # validates
 
-    def __repr__(self) -> str:
-        return f"OpenAIChatClient(model={self.model!r}, base_url={self.endpoint!r})"
-
-    @property
-    def endpoint(self) -> str:
-        """The URL requests go to: ``base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's."""
-        return self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
-
-    @property
-    def sampling(self) -> Sampling:
-        """The sampling settings sent with every request."""
-        return Sampling(self.temperature, self.max_tokens, self.reasoning_effort)
-
-    def provenance(self) -> dict[str, Any]:
-        """What produced the replies: provider, model, endpoint and sampling (recorded with every run)."""
-        return {"kind": "openai", "model": self.model, "endpoint": self.endpoint, "sampling": self.sampling.to_json()}
+    KIND = "openai"
+    URL_VARIABLE = "OPENAI_BASE_URL"
+    DEFAULT_URL = OPENAI_DEFAULT_URL
 
     def request(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for this conversation."""
@@ -276,7 +293,7 @@ def anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str,
     return "\n\n".join(system), out
 
 
-class AnthropicClient:
+class AnthropicClient(_HostedModel):
     """Anthropic's messages API through the ``anthropic`` SDK (``tool_use`` / ``tool_result`` blocks).
 
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY`` (``"EMPTY"`` when unset and ``base_url`` names a server of one's
@@ -312,27 +329,9 @@ class AnthropicClient:
         self._api_key = api_key
         self._client: Any = None
 
-    def __repr__(self) -> str:
-        return f"AnthropicClient(model={self.model!r}, base_url={self.endpoint!r})"
-
-    @property
-    def endpoint(self) -> str:
-        """The URL requests go to: ``base_url``, else ``$ANTHROPIC_BASE_URL``, else Anthropic's."""
-        return self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_URL
-
-    @property
-    def sampling(self) -> Sampling:
-        """The sampling settings sent with every request."""
-        return Sampling(self.temperature, self.max_tokens, self.reasoning_effort)
-
-    def provenance(self) -> dict[str, Any]:
-        """What produced the replies: provider, model, endpoint and sampling (recorded with every run)."""
-        return {
-            "kind": "anthropic",
-            "model": self.model,
-            "endpoint": self.endpoint,
-            "sampling": self.sampling.to_json(),
-        }
+    KIND = "anthropic"
+    URL_VARIABLE = "ANTHROPIC_BASE_URL"
+    DEFAULT_URL = ANTHROPIC_DEFAULT_URL
 
     @property
     def client(self) -> Any:
