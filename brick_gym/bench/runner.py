@@ -319,6 +319,8 @@ class RunSummary:
     config: dict[str, Any] = field(default_factory=dict)
     client: dict[str, Any] = field(default_factory=dict)
     """The agent's provenance: provider, model, endpoint, sampling (:func:`brick_gym.llm.specs.provenance`)."""
+    sampling: dict[str, Any] = field(default_factory=dict)
+    """The sampling the run asked for (recorded even for agents without a model to sample)."""
     resumed_with_other_settings: dict[str, list[str]] = field(default_factory=dict)
     """Finished tasks kept from an earlier run whose recorded config or client differs from this run's: task ->
     the differing keys."""
@@ -365,6 +367,7 @@ class RunSummary:
             "tasks_file": self.tasks_path,
             "inventory": self.inventory,
             "client": self.client,
+            "sampling": self.sampling,
             "config": self.config,
             "counts": {
                 "tasks": n,
@@ -393,10 +396,10 @@ def _make_config(config: Any, setting: str, inventory: Path | None, adapter: Any
 
 
 def _differing_settings(marker: dict[str, Any], meta: dict[str, Any]) -> list[str]:
-    """Keys of ``config`` and ``client`` whose recorded value in a finished task's marker differs from this run's
-    (a marker from before they were recorded differs in none)."""
+    """Keys of ``config``, ``client`` and ``sampling`` whose recorded value in a finished task's marker differs
+    from this run's (a marker from before they were recorded differs in none)."""
     out = []
-    for part in ("config", "client"):
+    for part in ("config", "client", "sampling"):
         old, new = marker.get(part), meta.get(part)
         if isinstance(old, dict) and isinstance(new, dict):
             out += [f"{part}.{k}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
@@ -495,6 +498,7 @@ def run(
     inv = resolve_inventory(setting, inventory)
     try:
         # validates the spec up front, with a clear message (builds are lazy and cheap)
+        from brick_gym.llm.messages import Sampling
         from brick_gym.llm.specs import provenance
 
         client_info = provenance(_make_client(agent_spec, sampling))
@@ -518,6 +522,7 @@ def run(
         tasks=[t["id"] for t in tasks],
         config=json.loads(json.dumps(dataclasses.asdict(cfg), default=str)) if dataclasses.is_dataclass(cfg) else {},
         client=json.loads(json.dumps(client_info, default=str)),
+        sampling=(sampling.to_json() if sampling is not None else Sampling().to_json()),
     )
     meta = {
         "agent": agent,
@@ -525,6 +530,7 @@ def run(
         "setting": setting,
         "inventory": summary.inventory,
         "client": summary.client,
+        "sampling": summary.sampling,
         "config": summary.config,
     }
 

@@ -162,6 +162,7 @@ def test_bench_run_flags_reach_the_server_and_the_records(tmp_path: Path, loopba
             "endpoint": f"{url}/v1",
             "sampling": {"temperature": 0.3, "max_completion_tokens": 777, "reasoning_effort": "low"},
         }
+        assert record["sampling"] == {"temperature": 0.3, "max_completion_tokens": 777, "reasoning_effort": "low"}
         config = record["config"]
         assert (config["max_turns"], config["max_tool_calls"], config["max_tokens"]) == (7, 9, 90000)
         assert (config["max_seconds"], config["context_tokens"], config["keep_images_turns"]) == (120.0, 32000, 1)
