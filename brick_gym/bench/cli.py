@@ -49,18 +49,18 @@ def _tasks_path(args: argparse.Namespace) -> Path:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run an agent over a task file into ``--out/<agent>/<task>/`` (resumable)."""
     from brick_gym.bench.runner import BenchError, run
+    from brick_gym.llm.adapter import EpisodeConfig
+    from brick_gym.llm.messages import Sampling
 
-    config = None
+    values: dict[str, Any] = {k: getattr(args, k) for k in _EPISODE_FLAGS if getattr(args, k) is not None}
+    if args.no_render:
+        values["render"] = False
     try:
-        if args.no_render or args.max_turns is not None:
-            from brick_gym.llm.adapter import EpisodeConfig
-
-            values: dict[str, Any] = {}
-            if args.no_render:
-                values["render"] = False
-            if args.max_turns is not None:
-                values["max_turns"] = args.max_turns
-            config = EpisodeConfig(**values)
+        config = EpisodeConfig(**values)
+        sampling = Sampling(args.temperature, args.max_completion_tokens, args.reasoning_effort)
+    except ValueError as exc:
+        return _fail(str(exc))
+    try:
         summary = run(
             args.tasks,
             args.setting,
@@ -73,6 +73,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             name=args.name,
             retry_errors=args.retry_errors,
+            sampling=sampling,
         )
     except BenchError as exc:
         return _fail(str(exc))
@@ -83,6 +84,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     for task_id, old in summary.moved_aside.items():
         print(f"  {task_id}: unfinished folder from an earlier run moved to {old}")
+    for task_id, keys in summary.resumed_with_other_settings.items():
+        print(f"  warning: {task_id}: kept from an earlier run with other settings: {', '.join(keys)}", file=sys.stderr)
     for task_id, files in summary.modified.items():
         print(f"  warning: {task_id}: files changed after the task finished: {', '.join(files)}", file=sys.stderr)
     for task_id, error in summary.failed.items():
@@ -271,6 +274,41 @@ def cmd_transcript(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+_EPISODE_FLAGS = (
+    "max_turns",
+    "max_tool_calls",
+    "max_tokens",
+    "max_seconds",
+    "context_tokens",
+    "reply_tokens",
+    "keep_images_turns",
+    "keep_results_turns",
+    "truncated_chars",
+)
+"""``bench run`` options that are :class:`~brick_gym.llm.adapter.EpisodeConfig` fields of the same name."""
+
+
+def _add_budget_flags(p: argparse.ArgumentParser) -> None:
+    """Budget, context and sampling options of ``bench run`` (all recorded in every task's metadata)."""
+    from brick_gym.llm.messages import REASONING_EFFORTS
+
+    g = p.add_argument_group("budgets (per episode)")
+    g.add_argument("--max-turns", type=int, help="turns (default 300, BrickBench's)")
+    g.add_argument("--max-tool-calls", type=int, help="tool calls (default 2000)")
+    g.add_argument("--max-tokens", type=int, help="prompt + completion tokens summed over turns (default: none)")
+    g.add_argument("--max-seconds", type=float, help="wall-clock seconds (default: none)")
+    g = p.add_argument_group("context")
+    g.add_argument("--context-tokens", type=int, help="largest request, reply room included (default 128000)")
+    g.add_argument("--reply-tokens", type=int, help="room kept for the reply (default: max completion tokens or 4096)")
+    g.add_argument("--keep-images-turns", type=int, help="evict images older than this many turns (default 2)")
+    g.add_argument("--keep-results-turns", type=int, help="truncate tool results older than this (default 3)")
+    g.add_argument("--truncated-chars", type=int, help="characters kept of a truncated result (default 600)")
+    g = p.add_argument_group("sampling")
+    g.add_argument("--temperature", type=float, help="sampling temperature (default: the provider's)")
+    g.add_argument("--max-completion-tokens", type=int, help="most tokens per reply (default: the provider's)")
+    g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="reasoning effort (default: the provider's)")
+
+
 def _add_subcommands(sub: Any) -> None:
     p = sub.add_parser("transcript", help="summarise an episode's transcript.jsonl")
     p.add_argument("path")
@@ -287,17 +325,19 @@ def _add_subcommands(sub: Any) -> None:
         help="alt-build inventory (BRICKAGENT_SET format); default $BRICKAGENT_SET, else the project's small "
         "brick_gym/data/benchmark/alt-build/inventory.json. Official Alt-Build runs use set 10698's inventory.",
     )
-    p.add_argument("--agent", required=True, help="heuristic, scripted:PATH, openai:MODEL@URL, anthropic:MODEL, ...")
+    p.add_argument(
+        "--agent", required=True, help="heuristic, scripted:PATH, openai:MODEL[@URL], anthropic:MODEL[@URL], ..."
+    )
     p.add_argument("--name", help="folder name of the agent (default: derived from --agent)")
     p.add_argument("--out", required=True, help="output folder, one per setting (tasks go to OUT/<agent>/<task-id>/)")
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--jobs", type=int, default=1, help="episodes in parallel (worker processes; default 1)")
-    p.add_argument("--max-turns", type=int, help="turn budget per episode (default: the adapter's)")
     p.add_argument("--no-render", action="store_true", help="do not render views after each episode")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--retry-errors", action="store_true", help="redo finished tasks whose episode ended with a client error"
     )
+    _add_budget_flags(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("score", help="score run folders: validity, VQA, pairwise judge, ELO")

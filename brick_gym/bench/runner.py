@@ -137,17 +137,24 @@ def resolve_inventory(setting: str, inventory: str | os.PathLike[str] | None) ->
     return path
 
 
-def agent_name(spec: str) -> str:
-    """Folder name of an agent spec: ``heuristic``, ``openai:gpt-4o@URL`` → ``openai-gpt-4o``, paths → file stem."""
-    kind, _, rest = spec.partition(":")
-    rest = rest.split("@", 1)[0]
+def agent_name(spec: str, sampling: Any = None) -> str:
+    """Folder name of an agent spec: ``heuristic`` stays ``heuristic``; any spec with a value gets a readable part
+    and eight hex digits of :func:`~brick_gym.llm.specs.spec_hash` (spec, endpoint and sampling), e.g.
+    ``openai:gpt-4o@URL`` → ``openai-gpt-4o-1a2b3c4d``, so that a run against another endpoint (or with other
+    sampling) never lands in, and is never credited with, another run's folder. Paths give their file stem."""
+    from brick_gym.llm.specs import spec_hash
+
+    kind, _, rest = spec.strip().partition(":")
+    if not rest:
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", kind).strip("-.") or "agent"
+    digest = spec_hash(spec, _make_client(spec, sampling))
+    rest = re.sub(r"@https?://.*$", "", rest)
     if "/" in rest or os.sep in rest:
         rest = Path(rest.rstrip("/" + os.sep)).name
     if kind == "scripted" and rest:
         rest = Path(rest).stem
-    name = f"{kind}-{rest}" if rest else kind
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
-    return name or "agent"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{kind}-{rest}").strip("-.")
+    return f"{name or 'agent'}-{digest}"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -223,21 +230,22 @@ def _adapter() -> Any:
     return adapter
 
 
-def _make_client(spec: str) -> Any:
+def _make_client(spec: str, sampling: Any = None) -> Any:
     from brick_gym.llm.specs import make_client
 
-    return make_client(spec)
+    return make_client(spec, sampling)
 
 
-def _client(spec: str) -> Any:
+def _client(spec: str, sampling: Any = None) -> Any:
     """A client for one episode. Clients can carry state between conversations (a scripted client's position in
     its script, a heuristic's plan), so each episode gets a fresh one, except local transformers models, which are
     loaded once per worker process and reused (they keep no conversation state)."""
     if spec.split(":", 1)[0].strip().lower() not in _REUSABLE_CLIENTS:
-        return _make_client(spec)
-    if spec not in _CLIENTS:
-        _CLIENTS[spec] = _make_client(spec)
-    return _CLIENTS[spec]
+        return _make_client(spec, sampling)
+    key = f"{spec}|{sampling!r}"
+    if key not in _CLIENTS:
+        _CLIENTS[key] = _make_client(spec, sampling)
+    return _CLIENTS[key]
 
 
 def _init_worker(parent_pid: int) -> None:
@@ -270,14 +278,14 @@ def _result_dict(result: Any) -> dict[str, Any]:
     return json.loads(json.dumps(data, default=str))
 
 
-def _episode(task: dict[str, Any], spec: str, task_dir: str, config: Any) -> dict[str, Any]:
+def _episode(task: dict[str, Any], spec: str, task_dir: str, config: Any, sampling: Any = None) -> dict[str, Any]:
     """Run one episode into ``task_dir``; returns ``{"ok": True, "result": {...}}`` or the error."""
     start = time.perf_counter()
     try:
         Path(task_dir).mkdir(parents=True, exist_ok=True)
         adapter = _adapter()
         bench_task = adapter.BenchTask(id=task["id"], prompt=task["prompt"], questions=task["questions"])
-        result = adapter.run_episode(bench_task, _client(spec), Path(task_dir), config)
+        result = adapter.run_episode(bench_task, _client(spec, sampling), Path(task_dir), config)
         return {"ok": True, "result": _result_dict(result), "wall_s": time.perf_counter() - start}
     except Exception as exc:
         tb = traceback.format_exc()
@@ -309,6 +317,13 @@ class RunSummary:
     modified: dict[str, list[str]] = field(default_factory=dict)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    client: dict[str, Any] = field(default_factory=dict)
+    """The agent's provenance: provider, model, endpoint, sampling (:func:`brick_gym.llm.specs.provenance`)."""
+    sampling: dict[str, Any] = field(default_factory=dict)
+    """The sampling the run asked for (recorded even for agents without a model to sample)."""
+    resumed_with_other_settings: dict[str, list[str]] = field(default_factory=dict)
+    """Finished tasks kept from an earlier run whose recorded config or client differs from this run's: task ->
+    the differing keys."""
     seconds: float = 0.0
 
     @property
@@ -351,6 +366,8 @@ class RunSummary:
             "setting": self.setting,
             "tasks_file": self.tasks_path,
             "inventory": self.inventory,
+            "client": self.client,
+            "sampling": self.sampling,
             "config": self.config,
             "counts": {
                 "tasks": n,
@@ -365,6 +382,7 @@ class RunSummary:
             "cost_usd": sum(known) if known and len(known) == len(costs) else None,
             "moved_aside": self.moved_aside,
             "modified_after_finish": self.modified,
+            "resumed_with_other_settings": self.resumed_with_other_settings,
             "seconds": round(self.seconds, 3),
             "tasks": per_task,
         }
@@ -375,6 +393,17 @@ def _make_config(config: Any, setting: str, inventory: Path | None, adapter: Any
     if config is None:
         return adapter.EpisodeConfig(**values)
     return dataclasses.replace(config, **values)
+
+
+def _differing_settings(marker: dict[str, Any], meta: dict[str, Any]) -> list[str]:
+    """Keys of ``config``, ``client`` and ``sampling`` whose recorded value in a finished task's marker differs
+    from this run's (a marker from before they were recorded differs in none)."""
+    out = []
+    for part in ("config", "client", "sampling"):
+        old, new = marker.get(part), meta.get(part)
+        if isinstance(old, dict) and isinstance(new, dict):
+            out += [f"{part}.{k}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    return out
 
 
 def _finish(task_dir: Path, task_id: str, outcome: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
@@ -437,13 +466,15 @@ def run(
     name: str | None = None,
     retry_errors: bool = False,
     on_task: Callable[[str, str], None] | None = None,
+    sampling: Any = None,
 ) -> RunSummary:
     """Run ``agent_spec`` on every task of ``tasks_path`` (default: the project's tasks of ``setting``).
 
     Tasks go to ``out_dir/<name>/<task-id>/`` (``name`` defaults to :func:`agent_name` of the spec). Finished
     tasks (complete ``done.json``) are skipped untouched; unfinished folders are moved aside and redone (see the
     module docstring). ``limit`` takes the first N tasks; ``jobs`` worker processes run episodes in parallel;
-    ``config`` is an ``EpisodeConfig`` whose setting and inventory are overridden by the arguments. Alt-build
+    ``config`` is an ``EpisodeConfig`` whose setting and inventory are overridden by the arguments; ``sampling``
+    (a :class:`~brick_gym.llm.messages.Sampling`) is how the agent's model is asked. Alt-build
     uses ``inventory``, else ``$BRICKAGENT_SET``, else the project's small inventory (official runs: set 10698's).
 
     An episode that raises is recorded in ``failed`` (with ``error.txt`` in its folder) and redone by the next
@@ -466,7 +497,12 @@ def run(
         tasks = tasks[:limit]
     inv = resolve_inventory(setting, inventory)
     try:
-        _make_client(agent_spec)  # validates the spec up front, with a clear message (builds are lazy and cheap)
+        # validates the spec up front, with a clear message (builds are lazy and cheap)
+        from brick_gym.llm.messages import Sampling
+        from brick_gym.llm.specs import provenance
+
+        client_info = provenance(_make_client(agent_spec, sampling))
+        agent = name or agent_name(agent_spec, sampling)
     except ImportError as exc:
         raise BenchError(f"agent {agent_spec!r} needs an optional dependency: {exc}") from None
     except (ValueError, KeyError, OSError) as exc:
@@ -474,7 +510,6 @@ def run(
     adapter = _adapter()
     cfg = _make_config(config, setting, inv, adapter)
 
-    agent = name or agent_name(agent_spec)
     root = Path(out_dir) / agent
     root.mkdir(parents=True, exist_ok=True)
     summary = RunSummary(
@@ -486,8 +521,18 @@ def run(
         out_dir=root,
         tasks=[t["id"] for t in tasks],
         config=json.loads(json.dumps(dataclasses.asdict(cfg), default=str)) if dataclasses.is_dataclass(cfg) else {},
+        client=json.loads(json.dumps(client_info, default=str)),
+        sampling=(sampling.to_json() if sampling is not None else Sampling().to_json()),
     )
-    meta = {"agent": agent, "spec": agent_spec, "setting": setting, "inventory": summary.inventory}
+    meta = {
+        "agent": agent,
+        "spec": agent_spec,
+        "setting": setting,
+        "inventory": summary.inventory,
+        "client": summary.client,
+        "sampling": summary.sampling,
+        "config": summary.config,
+    }
 
     todo: list[dict[str, Any]] = []
     for task in tasks:
@@ -501,6 +546,9 @@ def run(
             changed = _changed_files(task_dir, marker)
             if changed:
                 summary.modified[task["id"]] = changed
+            differ = _differing_settings(marker, meta)
+            if differ:
+                summary.resumed_with_other_settings[task["id"]] = differ
             continue
         if task_dir.exists():
             summary.moved_aside[task["id"]] = _move_aside(task_dir).name
@@ -524,9 +572,9 @@ def run(
     try:
         if jobs == 1 or len(todo) <= 1:
             for task in todo:
-                record(task, _episode(task, agent_spec, str(root / task["id"]), cfg))
+                record(task, _episode(task, agent_spec, str(root / task["id"]), cfg, sampling))
         else:
-            _run_pool(todo, agent_spec, root, cfg, jobs, record)
+            _run_pool(todo, agent_spec, root, cfg, sampling, jobs, record)
     finally:
         bar.close()
         summary.seconds = time.perf_counter() - started
@@ -539,6 +587,7 @@ def _run_pool(
     spec: str,
     root: Path,
     cfg: Any,
+    sampling: Any,
     jobs: int,
     record: Callable[[dict[str, Any], dict[str, Any]], None],
 ) -> None:
@@ -550,7 +599,7 @@ def _run_pool(
     with ProcessPoolExecutor(
         max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
     ) as pool:
-        futures = {pool.submit(_episode, task, spec, str(root / task["id"]), cfg): task for task in todo}
+        futures = {pool.submit(_episode, task, spec, str(root / task["id"]), cfg, sampling): task for task in todo}
         for future in as_completed(futures):
             task = futures[future]
             try:

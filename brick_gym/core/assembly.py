@@ -514,7 +514,7 @@ class Assembly:
             if not inv.allows(*key):
                 return _refuse(
                     "out_of_stock",
-                    f"{part.stem} ('{part.name}') in {colour_name(code)} is not in the inventory ({inv.source})",
+                    f"{part.stem} ('{part.name}') in {colour_name(code)} is not in the inventory",
                 )
             cap = inv.limit(*key)
             if cap is not None and self.usage[key] >= cap:
@@ -543,11 +543,18 @@ class Assembly:
                 hits = sorted({*hits, *(p for p, hit in zip(near, verdicts, strict=True) if hit)})
         if not hits:
             return None
-        names = ", ".join(self.pieces[h].describe() for h in hits)
+        from brick_gym.core.collision import describe_overlap
+
+        stem, pose = candidate.part.stem, candidate.pose
+        where = "; and ".join(
+            f"{self.pieces[h].describe()} {describe_overlap(stem, pose, self.pieces[h].part.stem, self.pieces[h].pose)}"
+            for h in hits[:3]
+        )
+        more = f"; and {len(hits) - 3} more piece(s)" if len(hits) > 3 else ""
         return _refuse(
             "collision",
-            f"{candidate.part.stem} ('{candidate.part.name}') in {colour_name(candidate.colour)} would overlap "
-            f"{names} by more than 1 LDU",
+            f"{candidate.part.stem} ('{candidate.part.name}') in {colour_name(candidate.colour)} at "
+            f"{_point(pose[:3, 3])} would overlap {where}{more}",
             hits,
         )
 
@@ -731,6 +738,10 @@ def _partners(c: Connector) -> list[str]:
         return sorted({s for pair in cx.AXLE_MATES if c.subtype in pair for s in pair if s != c.subtype})
     other = "on" if c.polarity == "in" else "in"
     return [f"{c.kind}{c.subtype}_{other}"]
+
+
+def _point(p: np.ndarray) -> str:
+    return "(" + ", ".join(f"{round(float(v), 1) + 0.0:g}" for v in p) + ")"
 
 
 def _frozen(pose: np.ndarray) -> np.ndarray:

@@ -53,6 +53,14 @@ class Connector:
         return f"{self.group}[{self.group_index}]"
 
 
+def connector_count(group: str, n: int) -> str:
+    """How many connectors a group has and their valid labels, e.g. ``4 'stud' connectors (stud[0] to stud[3])``
+    -- a count written as a count, never like an index."""
+    if n == 1:
+        return f"1 {group!r} connector ({group}[0])"
+    return f"{n} {group!r} connectors ({group}[0] to {group}[{n - 1}])"
+
+
 def group_name(kind: str, subtype: str, polarity: str | None) -> str:
     """Connector group name: the subtype for stud/axle families, ``<kind><subtype>_<polarity>`` otherwise."""
     if kind in POLARISED_KINDS:
@@ -81,10 +89,12 @@ class Part:
         """The ``index``-th connector of ``group``; raises KeyError/IndexError naming what exists."""
         conns = self.groups.get(group)
         if conns is None:
-            have = ", ".join(f"{g}[{len(c)}]" for g, c in self.groups.items()) or "none"
-            raise KeyError(f"part {self.stem} ({self.name}) has no {group!r} connectors; it has: {have}")
+            have = "; ".join(connector_count(g, len(c)) for g, c in self.groups.items()) or "none at all"
+            raise KeyError(f"part {self.stem} ({self.name}) has no {group!r} connectors; its connectors: {have}")
         if not -len(conns) <= index < len(conns):
-            raise IndexError(f"part {self.stem} ({self.name}) has {len(conns)} {group!r} connectors; no index {index}")
+            raise IndexError(
+                f"part {self.stem} ({self.name}) has no {group}[{index}]: {connector_count(group, len(conns))}"
+            )
         return conns[index]
 
     @cached_property

@@ -16,7 +16,7 @@ from functools import cache
 
 import numpy as np
 
-from brick_gym.core.meshes import box_corners, collision_mesh
+from brick_gym.core.meshes import OVERLAP_ALLOWANCE_LDU, box_corners, collision_mesh
 
 CELL_LDU = 40.0
 _POSE_DECIMALS = 6
@@ -47,6 +47,36 @@ def world_aabb(stem: str, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """World axis-aligned bounds of a piece's collision mesh."""
     pts = local_bounds(stem) @ pose.T
     return pts[:, :3].min(axis=0), pts[:, :3].max(axis=0)
+
+
+_AXIS_WAYS = (("+x", "-x"), ("down (+y)", "up (-y)"), ("+z", "-z"))
+
+
+def describe_overlap(stem_a: str, pose_a: np.ndarray, stem_b: str, pose_b: np.ndarray) -> str:
+    """Where and how deep piece a overlaps piece b, for messages: the region where their part boxes meet (world
+    LDU) and the depth along the axis of least overlap, with the way a would move to clear b.
+
+    Measured on axis-aligned part boxes (the collision meshes' bounds plus the 1 LDU allowance they are inset
+    by), so for box-shaped parts it is the overlap itself and for others an upper bound.
+    """
+    pad = OVERLAP_ALLOWANCE_LDU / 2
+    lo_a, hi_a = world_aabb(stem_a, pose_a)
+    lo_b, hi_b = world_aabb(stem_b, pose_b)
+    lo, hi = np.maximum(lo_a, lo_b) - pad, np.minimum(hi_a, hi_b) + pad
+    depth = np.maximum(hi - lo, 0.0)
+    axis = int(np.argmin(depth))
+    centre_a, centre_b = (lo_a + hi_a) / 2, (lo_b + hi_b) / 2
+    way = _AXIS_WAYS[axis][0 if centre_a[axis] >= centre_b[axis] else 1]
+    region = ", ".join(f"{n} {_num(a)} to {_num(b)}" for n, a, b in zip("xyz", lo, hi, strict=True))
+    clear = max(0.0, float(depth[axis]) - OVERLAP_ALLOWANCE_LDU)
+    return (
+        f"by about {_num(depth[axis])} LDU along {'xyz'[axis]} (1 LDU is allowed), where they meet in {region} "
+        f"LDU; it clears once more than {_num(clear)} LDU further {way}"
+    )
+
+
+def _num(v: float) -> str:
+    return f"{round(float(v), 1) + 0.0:g}"
 
 
 def _relatives(pa: np.ndarray, pb: np.ndarray) -> np.ndarray:

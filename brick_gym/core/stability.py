@@ -66,6 +66,8 @@ __all__ = [
     "StabilityReport",
     "bullet_to_ldraw",
     "drop_test",
+    "explain_unstable",
+    "ground_y",
     "ldraw_to_bullet",
 ]
 
@@ -497,3 +499,87 @@ def drop_test(
         ComponentVerdict(ids[j], float(peaks[j]), bool(peaks[j] <= threshold_ldu)) for j in range(len(groups))
     )
     return StabilityReport(verdicts, done / rate_hz, time.perf_counter() - started)
+
+
+_FOOT_BAND_LDU = 0.5
+"""Points this close to the ground count as standing on it."""
+
+
+def _compass(v: np.ndarray) -> str:
+    """A horizontal LDraw direction (x, z) in words."""
+    x, z = float(v[0]), float(v[1])
+    parts = [("+x" if x > 0 else "-x") if abs(x) >= 0.38 * max(abs(x), abs(z)) else "", ""]
+    parts[1] = ("+z (back)" if z > 0 else "-z (front)") if abs(z) >= 0.38 * max(abs(x), abs(z)) else ""
+    return " and ".join(p for p in parts if p) or "sideways"
+
+
+def ground_y(parts: Sequence[tuple[str, np.ndarray]]) -> float:
+    """LDraw y of the lowest point of (stem, pose) parts (−y is up): where :func:`drop_test` puts the ground."""
+    return max(
+        float((_part_body(str(stem).lower()).points @ np.asarray(pose)[:3, :3].T)[:, 1].max() + pose[1, 3])
+        for stem, pose in parts
+    )
+
+
+def explain_unstable(
+    component: Sequence[tuple[int, str, np.ndarray]], ground_y: float, describe: dict[int, str]
+) -> tuple[int, str]:
+    """Why a component that failed the drop test moves, for messages: (the piece that moves most, a sentence
+    saying what it lacks).
+
+    ``component`` lists its (piece id, stem, LDraw pose); ``ground_y`` is the LDraw y of the whole assembly's
+    lowest point (the ground, −y up); ``describe`` names pieces. Read from geometry alone: a component whose
+    lowest point is above the ground is joined to nothing that stands (it falls whole; its lowest piece is
+    named); one whose centre of mass is outside its footprint on the ground tips (the piece farthest from the
+    footprint moves most); otherwise it sways past the limit on a footprint too small for its size.
+    """
+    ids = [int(i) for i, _, _ in component]
+    points, volume, first = [], 0.0, np.zeros(3)
+    for _, stem, pose in component:
+        body = _part_body(str(stem).lower())
+        rot, pos = np.asarray(pose)[:3, :3], np.asarray(pose)[:3, 3]
+        points.append(body.points @ rot.T + pos)
+        volume += body.volume
+        first += rot @ body.first + body.volume * pos
+    com = first / volume
+    bottoms = np.array([p[:, 1].max() for p in points])
+    tops = np.array([p[:, 1].min() for p in points])
+    lowest = int(np.argmax(bottoms))
+    gap = ground_y - float(bottoms.max())
+    if gap > _FOOT_BAND_LDU:
+        where = "it is" if len(ids) == 1 else f"its lowest piece {describe[ids[lowest]]} is"
+        return ids[lowest], (
+            f"it is joined to nothing that stands on the ground ({where} {gap:.0f} LDU above it), so it falls; "
+            "attach it by a connector to the model's base"
+        )
+    allpts = np.concatenate(points)
+    foot = allpts[allpts[:, 1] >= ground_y - _FOOT_BAND_LDU][:, [0, 2]]
+    centre = com[[0, 2]]
+    outside, toward = 0.0, np.zeros(2)
+    try:
+        hull = ConvexHull(foot)
+        signed = hull.equations[:, :2] @ centre + hull.equations[:, 2]
+        outside = float(signed.max())
+        toward = hull.equations[int(signed.argmax()), :2]
+        span = foot[hull.vertices]
+    except (QhullError, ValueError):  # a line or a point: any offset tips it
+        span = foot
+        mid = foot.mean(axis=0)
+        outside = float(np.linalg.norm(centre - mid)) or 1.0
+        toward = (centre - mid) / (np.linalg.norm(centre - mid) or 1.0)
+    box = f"x {span[:, 0].min():.0f} to {span[:, 0].max():.0f}, z {span[:, 1].min():.0f} to {span[:, 1].max():.0f}"
+    reach = [
+        float(np.max(np.linalg.norm(p[:, [0, 2]] - foot.mean(axis=0), axis=1) + (ground_y - p[:, 1]))) for p in points
+    ]
+    far = int(np.argmax(reach))
+    if outside > 1e-6:
+        return ids[far], (
+            f"it tips over toward {_compass(toward)}: its centre of mass (x {round(com[0])}, z {round(com[2])}) is "
+            f"{outside:.0f} LDU outside the footprint it stands on ({box}); {describe[ids[far]]} moves most. "
+            f"Give it support under that side or join it to a wider base"
+        )
+    height = ground_y - float(tops.min())
+    return ids[far], (
+        f"its centre of mass is over its footprint ({box}) but it sways past the limit: {height:.0f} LDU tall on "
+        f"that footprint, {describe[ids[far]]} moves most. Widen or anchor the base, or join it to the base plate"
+    )

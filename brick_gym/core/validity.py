@@ -18,7 +18,7 @@ import numpy as np
 
 from brick_gym.core import joints as jx
 from brick_gym.core.assembly import Assembly, Joint, Piece, colour_name
-from brick_gym.core.collision import all_collisions
+from brick_gym.core.collision import all_collisions, describe_overlap
 
 ISSUE_KINDS = ("collision", "unstable", "stock", "part_limit", "join", "unknown_part", "parse")
 
@@ -155,11 +155,13 @@ def check(assembly: Assembly, *, stability: bool = True) -> Report:
 
     t = time.perf_counter()
     for a, b in all_collisions({p.id: (p.part.stem, p.pose) for p in pieces.values()}):
+        pa, pb = pieces[a], pieces[b]
+        depth = describe_overlap(pa.part.stem, pa.pose, pb.part.stem, pb.pose)
         issues.append(
             Issue(
                 "collision",
                 (a, b),
-                f"{pieces[a].describe()} and {pieces[b].describe()} overlap by more than 1 LDU",
+                f"{pa.describe()} overlaps {pb.describe()} {depth}",
             )
         )
     timings["collisions"] = time.perf_counter() - t
@@ -167,21 +169,27 @@ def check(assembly: Assembly, *, stability: bool = True) -> Report:
     comps = components_of(list(pieces), joints)
     max_disp = 0.0
     if stability and pieces:
-        from brick_gym.core.stability import drop_test
+        from brick_gym.core.stability import drop_test, explain_unstable, ground_y
 
         t = time.perf_counter()
-        result = drop_test([[(p, pieces[p].part.stem, pieces[p].pose) for p in comp] for comp in comps])
-        for verdict in result.components:
+        groups = [[(p, pieces[p].part.stem, pieces[p].pose) for p in comp] for comp in comps]
+        result = drop_test(groups)
+        ground: float | None = None
+        for verdict, group in zip(result.components, groups, strict=True):
             max_disp = max(max_disp, verdict.max_displacement)
             if not verdict.stable:
                 ids = tuple(verdict.pieces)
-                shown = ", ".join(pieces[p].describe() for p in ids[:5]) + (" ..." if len(ids) > 5 else "")
+                if ground is None:
+                    ground = ground_y([(q.part.stem, q.pose) for q in pieces.values()])
+                names = {p: pieces[p].describe() for p in ids}
+                _, why = explain_unstable(group, ground, names)
+                shown = ", ".join(names[p] for p in ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+                what = names[ids[0]] if len(ids) == 1 else f"a group of {len(ids)} joined pieces [{shown}]"
                 issues.append(
                     Issue(
                         "unstable",
                         ids,
-                        f"component of {len(ids)} piece(s) [{shown}] moves {verdict.max_displacement:.1f} LDU "
-                        f"under gravity (limit 3 LDU): unsupported, tipping or falling",
+                        f"{what} moves {verdict.max_displacement:.1f} LDU under gravity (limit 3 LDU): {why}",
                     )
                 )
         timings["stability"] = time.perf_counter() - t

@@ -3,9 +3,15 @@
 :func:`run_episode` plays the BrickBench protocol with any :class:`~brick_gym.llm.messages.ChatClient`:
 a system prompt (the setting's rules and a guide to the tools, :func:`system_prompt`), the brief as the first
 user message, then turns. Every tool call of a turn runs, in order, each answered by its own tool result (a
-call after ``finish`` is answered "the episode is over"; calls past the tool-call budget are answered "not run").
+call after ``finish`` is answered "the episode is over"; calls past the tool-call budget are answered "not run"),
+and every tool result ends with a line saying how many turns and tool calls are left (:func:`budget_line`).
 A turn without tool calls gets a nudge; three in a row end the episode. Budgets on turns (BrickBench: 300), tool
 calls, tokens and wall time end the episode with that stop reason, and the model built so far is delivered.
+
+The conversation sent is a :class:`~brick_gym.llm.context.Conversation`: old images evicted, old tool results
+truncated and, if need be, the oldest turns dropped, so that no request is estimated above
+``EpisodeConfig.context_tokens`` (the transcript keeps everything). Token usage is the server's when it reports
+one; otherwise it is estimated (:mod:`brick_gym.llm.tokens`), so the token budget holds for every server.
 
 Files in ``out_dir``:
 
@@ -33,7 +39,9 @@ from typing import Any
 
 from brick_gym.core.fileio import atomic_write_json
 from brick_gym.core.rules import Inventory, Rules
-from brick_gym.llm.messages import ChatClient, Message, ToolCall
+from brick_gym.llm.context import ContextOverflow, ContextPolicy, Conversation
+from brick_gym.llm.messages import AssistantTurn, ChatClient, Message, ToolCall
+from brick_gym.llm.tokens import TokenCounter, default_counter, message_tokens
 from brick_gym.llm.tools import ToolResult, ToolSession, tool_definitions
 
 __all__ = [
@@ -42,12 +50,22 @@ __all__ = [
     "BenchTask",
     "EpisodeConfig",
     "EpisodeResult",
+    "budget_line",
     "load_tasks",
     "run_episode",
     "system_prompt",
 ]
 
-STOP_REASONS = ("finish", "max_turns", "max_tool_calls", "max_tokens", "max_seconds", "client_error", "no_tool_calls")
+STOP_REASONS = (
+    "finish",
+    "max_turns",
+    "max_tool_calls",
+    "max_tokens",
+    "max_seconds",
+    "client_error",
+    "no_tool_calls",
+    "context_overflow",
+)
 """Why an episode ended."""
 
 NUDGE = (
@@ -61,7 +79,8 @@ MAX_NUDGES = 3
 
 @dataclass
 class EpisodeConfig:
-    """Setting and budgets of an episode (BrickBench: 300 turns), and whether to render the delivered model."""
+    """Setting, budgets and context of an episode (BrickBench: 300 turns), and whether to render the delivered
+    model. Every field is recorded with the episode (transcript header, ``verification.json``, run markers)."""
 
     setting: str = "model"
     inventory: str | None = None
@@ -69,11 +88,42 @@ class EpisodeConfig:
     max_turns: int = 300
     max_tool_calls: int = 2000
     max_tokens: int | None = None
-    """Budget on prompt + completion tokens summed over turns."""
+    """Budget on prompt + completion tokens summed over turns (estimated where the server reports none)."""
     max_seconds: float | None = None
+    context_tokens: int = 128_000
+    """No request is estimated above this many tokens, the reply's room included (see ``reply_tokens``)."""
+    reply_tokens: int | None = None
+    """Room kept for the reply; None: the client's max completion tokens, else 4096."""
+    keep_images_turns: int = 2
+    """Images older than this many turns are evicted (the latest render always stays)."""
+    keep_results_turns: int = 3
+    """Tool results older than this many turns are truncated to ``truncated_chars``."""
+    truncated_chars: int = 600
     render: bool = True
     views: int = 8
     view_size: int = 512
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_tool_calls", "context_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive integer or None, got {self.max_tokens!r}")
+        if self.max_seconds is not None and not self.max_seconds >= 0:
+            raise ValueError(f"max_seconds must be >= 0 or None, got {self.max_seconds!r}")
+        self.context_policy(4096)  # validates the context settings
+
+    def context_policy(self, client_reply_tokens: int | None) -> ContextPolicy:
+        """The :class:`ContextPolicy` of these settings, with the client's reply size when none is configured."""
+        reply = self.reply_tokens if self.reply_tokens is not None else (client_reply_tokens or 4096)
+        return ContextPolicy(
+            context_tokens=self.context_tokens,
+            reply_tokens=min(reply, self.context_tokens // 2),
+            keep_images_turns=self.keep_images_turns,
+            keep_results_turns=self.keep_results_turns,
+            truncated_chars=self.truncated_chars,
+        )
 
 
 @dataclass
@@ -116,6 +166,10 @@ class EpisodeResult:
     error: str | None = None
     tool_errors: dict[str, int] = field(default_factory=dict)
     reward_terms: dict[str, float] = field(default_factory=dict)
+    usage_estimated_turns: int = 0
+    """Turns whose token usage the server did not report, so it was estimated."""
+    context: dict[str, Any] = field(default_factory=dict)
+    """How the conversation was kept in its context: largest request estimate, evictions, truncations, drops."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -137,7 +191,9 @@ def _inventory_lines(inventory: Inventory) -> list[str]:
     return [f"  {stem} ({part(stem).name}): {', '.join(cols)}" for stem, cols in by_part.items()]
 
 
-def system_prompt(setting: str, inventory: Inventory | None, prompt: str, *, max_turns: int = 300) -> str:
+def system_prompt(
+    setting: str, inventory: Inventory | None, prompt: str, *, max_turns: int = 300, max_tool_calls: int | None = None
+) -> str:
     """The system message: the task, the setting's rules, what makes a model valid, and how to use the tools."""
     from brick_gym.core.rules import setting as get_setting
 
@@ -176,7 +232,10 @@ def system_prompt(setting: str, inventory: Inventory | None, prompt: str, *, max
         "remove_piece take parts out again.",
         "5. check() runs the full validity check, render_views() shows pictures of the model, finish() delivers "
         "it and ends the episode.",
-        f"Several tool calls in one turn are fine: they run in order. You have {max_turns} turns in all.",
+        f"Several tool calls in one turn are fine: they run in order. You have {max_turns} turns in all"
+        + (f" and {max_tool_calls} tool calls" if max_tool_calls is not None else "")
+        + "; every tool result ends with a line saying how many are left. As the conversation grows, older "
+        "pictures and tool results are shortened (the model itself keeps every piece).",
         "",
         f"Brief: {prompt}",
     ]
@@ -239,8 +298,38 @@ def _save_images(result: ToolResult, out_dir: Path, stem: str) -> list[Path]:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def budget_line(config: EpisodeConfig, turns: int, tool_calls: int, tokens: int, seconds: float) -> str:
+    """The line that ends every tool result: turn and tool calls used and left, and the token and time budgets
+    when they are set."""
+    parts = [
+        f"turn {turns} of {config.max_turns} ({max(0, config.max_turns - turns)} left after this one)",
+        f"tool calls {tool_calls} of {config.max_tool_calls} used ({max(0, config.max_tool_calls - tool_calls)} left)",
+    ]
+    if config.max_tokens is not None:
+        parts.append(f"tokens {tokens} of {config.max_tokens} used")
+    if config.max_seconds is not None:
+        parts.append(f"{max(0.0, config.max_seconds - seconds):.0f} s of {config.max_seconds:.0f} s left")
+    return "[budget: " + "; ".join(parts) + "]"
+
+
+def _turn_usage(turn: AssistantTurn, assistant: Message, request_tokens: int, counter: TokenCounter) -> dict[str, Any]:
+    """The turn's token usage: the server's counts where it gave them, else estimates (flagged)."""
+    usage = dict(turn.usage or {})
+    prompt = int(usage.get("prompt_tokens") or 0)
+    completion = int(usage.get("completion_tokens") or 0)
+    estimated = []
+    if prompt <= 0:
+        prompt, estimated = request_tokens, ["prompt_tokens"]
+    if completion <= 0 and (assistant.text or assistant.tool_calls):
+        completion = message_tokens(assistant, counter)
+        estimated.append("completion_tokens")
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "estimated": estimated}
+
+
 def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: EpisodeConfig) -> EpisodeResult:
     """Play one episode of ``task`` with ``client`` under ``config``; write the files into ``out_dir``."""
+    from brick_gym.llm.specs import provenance
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rules = Rules.for_setting(config.setting, config.inventory)
@@ -248,42 +337,69 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
     tools = tool_definitions()
     log = _Transcript(out_dir / "transcript.jsonl")
     t0 = time.perf_counter()
-    turns = executed = nudges = 0
+    turns = executed = nudges = estimated_turns = 0
     tokens = {"prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = None
     cost_known = True
     stop: str | None = None
     error: str | None = None
+    sampling = getattr(client, "sampling", None)
+    counter = default_counter()
+    client_info = provenance(client)
 
     log.write(
         {
             "type": "episode",
             "task_id": task.id,
             "setting": rules.setting.name,
-            "client": repr(client),
+            "client": client_info,
             "config": asdict(config),
+            "token_counter": counter.name,
         }
     )
-    messages = [
-        Message("system", system_prompt(rules.setting.name, rules.inventory, task.prompt, max_turns=config.max_turns)),
+    head = [
+        Message(
+            "system",
+            system_prompt(
+                rules.setting.name,
+                rules.inventory,
+                task.prompt,
+                max_turns=config.max_turns,
+                max_tool_calls=config.max_tool_calls,
+            ),
+        ),
         Message("user", _user_prompt(task.prompt, config.max_turns)),
     ]
-    for m in messages:
+    for m in head:
         log.write({"type": "message", **m.to_json()})
+    policy = config.context_policy(getattr(sampling, "max_completion_tokens", None))
+    conversation = Conversation(list(head), tools, policy, counter)
+    largest = 0
+
+    def over_budget() -> str | None:
+        if config.max_tokens is not None and sum(tokens.values()) >= config.max_tokens:
+            return "max_tokens"
+        if config.max_seconds is not None and time.perf_counter() - t0 >= config.max_seconds:
+            return "max_seconds"
+        return None
 
     try:
         while stop is None:
             if turns >= config.max_turns:
                 stop = "max_turns"
                 break
-            if config.max_tokens is not None and sum(tokens.values()) >= config.max_tokens:
-                stop = "max_tokens"
-                break
-            if config.max_seconds is not None and time.perf_counter() - t0 >= config.max_seconds:
-                stop = "max_seconds"
+            stop = over_budget()
+            if stop is not None:
                 break
             try:
-                turn = client.complete(list(messages), tools)
+                request = conversation.request(turns)
+            except ContextOverflow as exc:
+                stop, error = "context_overflow", str(exc)
+                log.write({"type": "event", "event": "context_overflow", "error": error})
+                break
+            largest = max(largest, conversation.last_estimate)
+            try:
+                turn = client.complete(request, tools)
                 calls = list(turn.tool_calls)
             except Exception as exc:
                 stop = "client_error"
@@ -293,20 +409,26 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                 )
                 break
             turns += 1
+            assistant = Message("assistant", turn.text or "", tool_calls=calls)
+            usage = _turn_usage(turn, assistant, conversation.last_estimate, counter)
+            if "prompt_tokens" not in usage["estimated"]:
+                conversation.observe(usage["prompt_tokens"])
+            estimated_turns += bool(usage["estimated"])
             for k in tokens:
-                tokens[k] += int((turn.usage or {}).get(k, 0) or 0)
+                tokens[k] += usage[k]
             if turn.cost_usd is None:
                 cost_known = False
             else:
                 cost = (cost or 0.0) + float(turn.cost_usd)
-            assistant = Message("assistant", turn.text or "", tool_calls=calls)
-            messages.append(assistant)
+            conversation.append(assistant, turns)
             log.write(
                 {
                     "type": "message",
                     "turn": turns,
                     **assistant.to_json(),
                     "usage": dict(turn.usage or {}),
+                    "usage_counted": usage,
+                    "request_tokens_estimate": conversation.last_estimate,
                     "cost_usd": turn.cost_usd,
                     "finish_reason": turn.finish_reason,
                 }
@@ -318,7 +440,7 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                     stop = "no_tool_calls"
                     break
                 nudge = Message("user", NUDGE)
-                messages.append(nudge)
+                conversation.append(nudge, turns)
                 log.write({"type": "message", "turn": turns, **nudge.to_json()})
                 continue
             nudges = 0
@@ -333,20 +455,38 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                 else:
                     result = session.call(call.name, call.arguments_json)
                     executed += 1
+                line = budget_line(config, turns, executed, sum(tokens.values()), time.perf_counter() - t0)
+                result.text = f"{result.text}\n{line}"
                 images = _save_images(result, out_dir, f"turn{turns:03d}_call{j:02d}")
-                _record_result(log, messages, turns, call, result, images, out_dir)
+                msg = _record_result(log, turns, call, result, images, out_dir)
+                conversation.append(msg, turns)
             if session.finished:
                 stop = "finish"
-            elif stop is None and config.max_tokens is not None and sum(tokens.values()) >= config.max_tokens:
-                stop = "max_tokens"
-            elif stop is None and config.max_seconds is not None and time.perf_counter() - t0 >= config.max_seconds:
-                stop = "max_seconds"
+            elif stop is None:
+                stop = over_budget()
     finally:
         seconds = time.perf_counter() - t0
         if stop is None:  # our own failure: still deliver what was built
             stop = "client_error"
             error = error or "episode loop aborted"
-        log.write({"type": "event", "event": "end", "stop_reason": stop, "turns": turns, "tool_calls": executed})
+        context = {
+            "context_tokens": policy.context_tokens,
+            "reply_tokens": policy.reply_tokens,
+            "largest_request_estimate": largest,
+            "token_counter": counter.name,
+            "scale": round(conversation.scale, 4),
+            **conversation.stats.to_json(),
+        }
+        log.write(
+            {
+                "type": "event",
+                "event": "end",
+                "stop_reason": stop,
+                "turns": turns,
+                "tool_calls": executed,
+                "context": context,
+            }
+        )
         try:
             result = _deliver(
                 task,
@@ -359,11 +499,13 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                     "tool_calls": executed,
                     "nudges": nudges,
                     "tokens": dict(tokens),
+                    "usage_estimated_turns": estimated_turns,
                     "cost_usd": cost if cost_known else None,
                     "seconds": round(seconds, 3),
                     "error": error,
                     "tool_errors": dict(session.errors),
-                    "client": repr(client),
+                    "client": client_info,
+                    "context": context,
                 },
                 log=log,
             )
@@ -373,16 +515,10 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
 
 
 def _record_result(
-    log: _Transcript,
-    messages: list[Message],
-    turn: int,
-    call: ToolCall,
-    result: ToolResult,
-    images: list[Path],
-    out_dir: Path,
-) -> None:
+    log: _Transcript, turn: int, call: ToolCall, result: ToolResult, images: list[Path], out_dir: Path
+) -> Message:
+    """Log a tool result; the tool message that answers the call."""
     msg = Message("tool", result.text, list(images), tool_call_id=call.id, name=call.name, is_error=not result.ok)
-    messages.append(msg)
     log.write(
         {
             "type": "tool_result",
@@ -396,6 +532,7 @@ def _record_result(
             "images": [str(p.relative_to(out_dir)) for p in images],
         }
     )
+    return msg
 
 
 def _deliver(
@@ -449,6 +586,7 @@ def _deliver(
         "check_error": check_error,
         "render_error": render_error,
         "episode": {**stats, "pieces": len(asm)},
+        "config": asdict(config),
         "reward_terms": terms,
         "reward": reward,
     }
@@ -471,6 +609,8 @@ def _deliver(
         error=stats["error"],
         tool_errors=stats["tool_errors"],
         reward_terms=terms,
+        usage_estimated_turns=stats["usage_estimated_turns"],
+        context=stats["context"],
     )
 
 

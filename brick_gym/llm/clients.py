@@ -36,9 +36,11 @@ from typing import Any
 
 from brick_gym.endpoints import OpenAIEndpoint, call_with_retries, dtype_kwargs, image_base64, image_url_part
 from brick_gym.extras import require
-from brick_gym.llm.messages import AssistantTurn, Image, Message, ToolCall
+from brick_gym.llm.messages import AssistantTurn, Image, Message, Sampling, ToolCall
 
 __all__ = [
+    "ANTHROPIC_DEFAULT_URL",
+    "OPENAI_DEFAULT_URL",
     "AnthropicClient",
     "OpenAIChatClient",
     "ScriptedClient",
@@ -50,20 +52,64 @@ __all__ = [
 
 
 def _arguments_object(arguments_json: str) -> dict[str, Any]:
-    """The arguments as a JSON object for echoing history back; text that is not one is wrapped as ``_raw``.
+    """The arguments as a JSON object for echoing history back; text that is not one is echoed as ``{}``.
 
     Some servers (vLLM's chat templates, Anthropic's ``tool_use.input``) need an object here even when the
-    model wrote broken JSON; the tool result already told the model what was wrong.
+    model wrote broken JSON. An empty object claims no argument the model did not write (an invented key such as
+    ``_raw`` would read as one), and the tool result of that call quotes the broken text and says it was not run.
     """
     try:
         value = json.loads(arguments_json) if arguments_json.strip() else {}
     except json.JSONDecodeError:
-        return {"_raw": arguments_json}
-    return value if isinstance(value, dict) else {"_raw": arguments_json}
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+"""Where the ``openai`` SDK goes without ``base_url`` or ``$OPENAI_BASE_URL``."""
+ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com"
+"""Where the ``anthropic`` SDK goes without ``base_url`` or ``$ANTHROPIC_BASE_URL``."""
+
+
+def _usage(prompt: Any, completion: Any) -> dict[str, int]:
+    """Token usage as reported, or ``{}`` when the server reported none (the adapter then estimates it)."""
+    if not prompt and not completion:
+        return {}
+    return {"prompt_tokens": int(prompt or 0), "completion_tokens": int(completion or 0)}
+
+
+class _HostedModel:
+    """What the OpenAI and Anthropic clients share: where requests go, how they sample, what they record."""
+
+    KIND: str
+    URL_VARIABLE: str
+    DEFAULT_URL: str
+    model: str
+    base_url: str | None
+    temperature: float | None
+    max_tokens: int | None
+    reasoning_effort: str | None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.endpoint!r})"
+
+    @property
+    def endpoint(self) -> str:
+        """The URL requests go to: ``base_url``, else the SDK's environment variable, else the provider's."""
+        return self.base_url or os.environ.get(self.URL_VARIABLE) or self.DEFAULT_URL
+
+    @property
+    def sampling(self) -> Sampling:
+        """The sampling settings sent with every request."""
+        return Sampling(self.temperature, self.max_tokens, self.reasoning_effort)
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced the replies: provider, model, endpoint and sampling (recorded with every run)."""
+        return {"kind": self.KIND, "model": self.model, "endpoint": self.endpoint, "sampling": self.sampling.to_json()}
 
 
 def _cost(usage: Mapping[str, int], prices: tuple[float, float] | None) -> float | None:
-    if prices is None:
+    if prices is None or not usage:
         return None
     return (usage.get("prompt_tokens", 0) * prices[0] + usage.get("completion_tokens", 0) * prices[1]) / 1e6
 
@@ -118,14 +164,18 @@ def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-class OpenAIChatClient(OpenAIEndpoint):
+class OpenAIChatClient(_HostedModel, OpenAIEndpoint):
     """A chat-completions endpoint through the official ``openai`` SDK (OpenAI, vLLM, llama.cpp, Ollama...).
 
-    ``base_url`` None means OpenAI itself; ``api_key`` defaults to ``$OPENAI_API_KEY`` or ``"EMPTY"`` (what local
-    servers accept). ``prices`` = (USD per million prompt tokens, per million completion tokens) gives
-    ``cost_usd``; without it the cost is taken from ``usage.cost`` when the server reports one, else None.
-    ``extra_body`` is merged into every request (e.g. ``{"chat_template_kwargs": {...}}`` for vLLM). Connection
-    and retries are :class:`~brick_gym.endpoints.OpenAIEndpoint`'s.
+    ``base_url`` None means ``$OPENAI_BASE_URL`` or OpenAI itself; ``api_key`` defaults to ``$OPENAI_API_KEY`` or
+    ``"EMPTY"`` (what local servers accept). ``prices`` = (USD per million prompt tokens, per million completion
+    tokens) gives ``cost_usd``; without it the cost is taken from ``usage.cost`` when the server reports one, else
+    None. ``extra_body`` is merged into every request (e.g. ``{"chat_template_kwargs": {...}}`` for vLLM).
+    Connection and retries are :class:`~brick_gym.endpoints.OpenAIEndpoint`'s.
+
+    Sampling: ``temperature``; ``max_tokens`` (the most tokens per reply), sent as ``max_completion_tokens`` to
+    OpenAI itself (its reasoning models refuse ``max_tokens``) and as ``max_tokens`` to every other server (what
+    vLLM, llama.cpp and Ollama all read); ``reasoning_effort`` as OpenAI's parameter of that name.
     """
 
     def __init__(
@@ -138,6 +188,7 @@ class OpenAIChatClient(OpenAIEndpoint):
         timeout: float = 300.0,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        reasoning_effort: str | None = None,
         extra_body: Mapping[str, Any] | None = None,
         prices: tuple[float, float] | None = None,
         retry_base_delay: float = 1.0,
@@ -146,11 +197,14 @@ class OpenAIChatClient(OpenAIEndpoint):
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.reasoning_effort = reasoning_effort
         self.prices = prices
         self._ids = itertools.count()
+        Sampling(temperature, max_tokens, reasoning_effort)  # validates
 
-    def __repr__(self) -> str:
-        return f"OpenAIChatClient(model={self.model!r}, base_url={self.base_url!r})"
+    KIND = "openai"
+    URL_VARIABLE = "OPENAI_BASE_URL"
+    DEFAULT_URL = OPENAI_DEFAULT_URL
 
     def request(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for this conversation."""
@@ -160,7 +214,10 @@ class OpenAIChatClient(OpenAIEndpoint):
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
+            hosted = self.endpoint.rstrip("/") == OPENAI_DEFAULT_URL
+            kwargs["max_completion_tokens" if hosted else "max_tokens"] = self.max_tokens
+        if self.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = self.reasoning_effort
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         return kwargs
@@ -178,10 +235,7 @@ class OpenAIChatClient(OpenAIEndpoint):
             if fn is None:
                 continue
             calls.append(ToolCall(tc.id or f"call_{next(self._ids)}", fn.name or "", fn.arguments or ""))
-        usage = {
-            "prompt_tokens": int(getattr(resp.usage, "prompt_tokens", 0) or 0),
-            "completion_tokens": int(getattr(resp.usage, "completion_tokens", 0) or 0),
-        }
+        usage = _usage(getattr(resp.usage, "prompt_tokens", 0), getattr(resp.usage, "completion_tokens", 0))
         cost = _cost(usage, self.prices)
         if cost is None and resp.usage is not None:
             reported = getattr(resp.usage, "cost", None)
@@ -239,10 +293,12 @@ def anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str,
     return "\n\n".join(system), out
 
 
-class AnthropicClient:
+class AnthropicClient(_HostedModel):
     """Anthropic's messages API through the ``anthropic`` SDK (``tool_use`` / ``tool_result`` blocks).
 
-    ``api_key`` defaults to ``$ANTHROPIC_API_KEY``; ``max_tokens`` is required by the API (default 4096);
+    ``api_key`` defaults to ``$ANTHROPIC_API_KEY`` (``"EMPTY"`` when unset and ``base_url`` names a server of one's
+    own); ``base_url`` to ``$ANTHROPIC_BASE_URL``, else Anthropic's;
+    ``max_tokens`` is required by the API (default 4096); ``reasoning_effort`` is sent as ``output_config.effort``;
     ``prices`` as for :class:`OpenAIChatClient`.
     """
 
@@ -255,23 +311,27 @@ class AnthropicClient:
         base_url: str | None = None,
         max_tokens: int = 4096,
         temperature: float | None = None,
+        reasoning_effort: str | None = None,
         timeout: float = 300.0,
         prices: tuple[float, float] | None = None,
         retry_base_delay: float = 1.0,
     ) -> None:
+        Sampling(temperature, max_tokens, reasoning_effort)  # validates
         self.model = model
         self.base_url = base_url
         self.max_retries = max_retries
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.reasoning_effort = reasoning_effort
         self.timeout = timeout
         self.prices = prices
         self.retry_base_delay = retry_base_delay
         self._api_key = api_key
         self._client: Any = None
 
-    def __repr__(self) -> str:
-        return f"AnthropicClient(model={self.model!r})"
+    KIND = "anthropic"
+    URL_VARIABLE = "ANTHROPIC_BASE_URL"
+    DEFAULT_URL = ANTHROPIC_DEFAULT_URL
 
     @property
     def client(self) -> Any:
@@ -282,6 +342,8 @@ class AnthropicClient:
             kwargs: dict[str, Any] = {"timeout": self.timeout, "max_retries": 0}
             if self._api_key:
                 kwargs["api_key"] = self._api_key
+            elif self.base_url and not os.environ.get("ANTHROPIC_API_KEY"):
+                kwargs["api_key"] = "EMPTY"  # a server of one's own (a proxy, a local model) may want no key
             if self.base_url:
                 kwargs["base_url"] = self.base_url
             self._client = anthropic.Anthropic(**kwargs)
@@ -300,6 +362,8 @@ class AnthropicClient:
             ]
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
+        if self.reasoning_effort is not None:
+            kwargs["output_config"] = {"effort": self.reasoning_effort}
         return kwargs
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
@@ -316,10 +380,7 @@ class AnthropicClient:
                 texts.append(block.text)
             elif block.type == "tool_use":
                 calls.append(ToolCall(block.id, block.name, json.dumps(block.input)))
-        usage = {
-            "prompt_tokens": int(getattr(resp.usage, "input_tokens", 0) or 0),
-            "completion_tokens": int(getattr(resp.usage, "output_tokens", 0) or 0),
-        }
+        usage = _usage(getattr(resp.usage, "input_tokens", 0), getattr(resp.usage, "output_tokens", 0))
         return AssistantTurn("\n".join(texts), calls, usage, _cost(usage, self.prices), resp.stop_reason)
 
 
@@ -398,19 +459,23 @@ class TransformersChatClient:
     """A local ``transformers`` causal LM with a chat template that accepts ``tools=`` (Qwen, Llama 3.1+,
     Hermes, Mistral...). Greedy decoding, ``max_new_tokens`` per turn; loads on first use (``device_map`` and
     ``dtype`` as in ``from_pretrained``). Text only: images in the conversation are replaced by a short note.
-    Tool calls are parsed with :func:`parse_tool_calls`; usage counts tokens, ``cost_usd`` is None."""
+    Tool calls are parsed with :func:`parse_tool_calls`; usage counts tokens, ``cost_usd`` is None. A
+    ``temperature`` above 0 samples instead of decoding greedily; there is no reasoning-effort knob."""
 
     def __init__(
         self,
         model_path: str,
         *,
         max_new_tokens: int = 1024,
+        temperature: float | None = None,
         device_map: str | None = None,
         dtype: str = "auto",
         revision: str | None = None,
     ) -> None:
+        Sampling(temperature, max_new_tokens)  # validates
         self.model_path = model_path
         self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
         self.device_map = device_map
         self.dtype = dtype
         self.revision = revision
@@ -420,6 +485,21 @@ class TransformersChatClient:
 
     def __repr__(self) -> str:
         return f"TransformersChatClient({self.model_path!r})"
+
+    @property
+    def sampling(self) -> Sampling:
+        """Temperature (None or 0: greedy) and the most new tokens per reply."""
+        return Sampling(self.temperature, self.max_new_tokens)
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced the replies: a local model folder (or hub id), its revision and the sampling."""
+        return {
+            "kind": "transformers",
+            "model": self.model_path,
+            "revision": self.revision,
+            "endpoint": None,
+            "sampling": self.sampling.to_json(),
+        }
 
     def load(self) -> TransformersChatClient:
         """Load tokenizer and model (idempotent)."""
@@ -477,7 +557,8 @@ class TransformersChatClient:
         if pad is None:
             pad = self.tokenizer.eos_token_id
         with torch.no_grad():
-            out = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False, pad_token_id=pad)
+            sample = {"do_sample": True, "temperature": self.temperature} if self.temperature else {"do_sample": False}
+            out = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, pad_token_id=pad, **sample)
         new = out[0, prompt_len:]
         raw = self.tokenizer.decode(new, skip_special_tokens=False)
         for tok in {self.tokenizer.eos_token, self.tokenizer.pad_token, "<|eot_id|>", "<|im_end|>"} - {None}:
@@ -505,11 +586,16 @@ class ScriptedClient:
     Every conversation seen is kept in ``requests``.
     """
 
-    def __init__(self, turns: Sequence[ScriptItem] | Policy) -> None:
+    def __init__(self, turns: Sequence[ScriptItem] | Policy, *, source: str | None = None) -> None:
         self._policy: Policy | None = turns if callable(turns) else None
         self._turns = [] if callable(turns) else list(turns)
         self._ids = itertools.count()
+        self.source = source
         self.requests: list[list[Message]] = []
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced the replies: the script (its file when read from one)."""
+        return {"kind": "scripted", "model": self.source, "endpoint": None}
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> ScriptedClient:
@@ -517,7 +603,7 @@ class ScriptedClient:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         if not isinstance(data, list):
             raise ValueError(f"{path}: a script is a JSON list of turns")
-        return cls(data)
+        return cls(data, source=str(path))
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
         """The next scripted turn."""

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["AssistantTurn", "ChatClient", "Image", "Message", "ToolCall"]
+__all__ = ["REASONING_EFFORTS", "AssistantTurn", "ChatClient", "Image", "Message", "Sampling", "ToolCall"]
 
 Image = str | os.PathLike[str] | np.ndarray
 """An image in a message: a PNG/JPEG file path, or an (H, W, 3) uint8 array."""
@@ -79,6 +79,41 @@ class Message:
         if self.is_error:
             d["is_error"] = True
         return d
+
+
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""Reasoning-effort levels the providers name (OpenAI's ``reasoning_effort``, Anthropic's ``output_config.effort``;
+each accepts a subset, and the server says which)."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a client asks its model to answer: temperature, the most tokens per reply, reasoning effort.
+
+    None leaves the provider's default. Clients of real models send these with every request; the heuristic and
+    scripted clients have nothing to sample and record them only.
+    """
+
+    temperature: float | None = None
+    max_completion_tokens: int | None = None
+    reasoning_effort: str | None = None
+
+    def __post_init__(self) -> None:
+        t, n, e = self.temperature, self.max_completion_tokens, self.reasoning_effort
+        if t is not None and not (isinstance(t, int | float) and 0.0 <= float(t) <= 2.0):
+            raise ValueError(f"temperature must be a number from 0 to 2, got {t!r}")
+        if n is not None and not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
+            raise ValueError(f"max_completion_tokens must be a positive integer, got {n!r}")
+        if e is not None and e not in REASONING_EFFORTS:
+            raise ValueError(f"reasoning_effort must be one of {', '.join(REASONING_EFFORTS)}, got {e!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"temperature", "max_completion_tokens", "reasoning_effort"}`` (None where unset)."""
+        return {
+            "temperature": self.temperature,
+            "max_completion_tokens": self.max_completion_tokens,
+            "reasoning_effort": self.reasoning_effort,
+        }
 
 
 @runtime_checkable

@@ -19,9 +19,10 @@ import inspect
 import json
 import math
 import os
+import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "ToolSpec",
     "anthropic_tools",
     "openai_tools",
+    "suggest_tools",
     "tool",
     "tool_definitions",
     "tool_names",
@@ -284,11 +286,11 @@ class ToolSession:
     def _call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolResult:
         spec = _SPECS_BY_NAME.get(name) if isinstance(name, str) else None
         if spec is None:
-            close = difflib.get_close_matches(str(name), list(_SPECS_BY_NAME), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            guesses = " or ".join(repr(g) for g in suggest_tools(str(name)))
             return _error(
                 "unknown_tool",
-                f"there is no tool named {name!r}.{hint} Available tools: {', '.join(_SPECS_BY_NAME)}.",
+                f"there is no tool named {name!r}; nothing was run. Did you mean {guesses}? "
+                f"Available tools: {', '.join(_SPECS_BY_NAME)}.",
             )
         if self.finished:
             return _error("episode_over", f"finish() was already called; {name} was not run. The episode is over.")
@@ -410,8 +412,12 @@ class ToolSession:
             str, Arg("Free connector of a placed piece to fit onto, written 'PIECE.GROUP[INDEX]', e.g. '0.stud[5]'.")
         ],
         by: Annotated[
-            str, Arg("Connector of the new part that fits onto it, 'GROUP[INDEX]', e.g. 'hole[0]'.")
-        ] = "hole[0]",
+            str | None,
+            Arg(
+                "Connector of the new part that fits onto it, 'GROUP[INDEX]', e.g. 'hole[0]'; omit it to use the "
+                "first connector of the new part that fits the target (the result names the one used)."
+            ),
+        ] = None,
         yaw: Annotated[float, Arg("Turn of the new part about the joint axis, in degrees.", -360, 360)] = 0.0,
         flip: Annotated[bool, Arg("Turn the new part around (axles, hinges).")] = False,
         slide: Annotated[float, Arg("Shift along the axis in LDU (axles).", -1000, 1000)] = 0.0,
@@ -421,11 +427,41 @@ class ToolSession:
             target = ConnectorRef.parse(to)
         except ValueError as exc:
             return _error("bad_connector", f"{exc}. {_REFUSAL_HINTS['bad_connector']}")
-        source = _parse_source(by)
-        if source is None:
-            return _error("bad_connector", f"bad 'by' connector {by!r}: write it as 'GROUP[INDEX]', e.g. 'hole[0]'")
+        chosen = ""
+        if by is None:
+            source, chosen = self._first_fit(part, target)
+        else:
+            source = _parse_source(by)
+            if source is None:
+                return _error("bad_connector", f"bad 'by' connector {by!r}: write it as 'GROUP[INDEX]', e.g. 'hole[0]'")
         placement = Placement(part, _colour_arg(colour), target, source, yaw, flip, slide)
-        return self._placed(self.assembly.place(placement))
+        result = self._placed(self.assembly.place(placement), via=(source, target))
+        if chosen:
+            result.text = f"{result.text} ({chosen})"
+        return result
+
+    def _first_fit(self, part: str, target: ConnectorRef) -> tuple[tuple[str, int] | None, str]:
+        """The new part's first connector that can mate ``target`` and a note saying so, for ``by`` omitted;
+        (None, "") when the part or target is unknown (the placement then says what is wrong)."""
+        from brick_gym.core.catalog import UnknownPart, catalog
+        from brick_gym.core.connectors import mates
+
+        try:
+            new = catalog().resolve(part)
+            host = self.assembly[target.piece].part.connector(target.group, target.index)
+        except (UnknownPart, KeyError, IndexError, ValueError, TypeError):
+            return None, ""
+        fits = [c for c in new.connectors if mates(host, c)]
+        if not fits:
+            have = ", ".join(sorted(new.groups)) or "none"
+            return None, f"by was not given and no connector of {new.stem} fits a {host.group} (it has: {have})"
+        first = fits[0]
+        others = sorted({c.group for c in fits} - {first.group})
+        also = f" ({', '.join(others)} connectors fit too)" if others else ""
+        return (first.group, first.group_index), (
+            f"by was not given: used {first.label}, the first connector of {new.stem} that fits a {host.group}"
+            f"{also}; give by= to choose another"
+        )
 
     @tool
     def remove_piece(self, piece: Annotated[int, Arg("Id of the piece to take out.", 0)]) -> ToolResult:
@@ -524,7 +560,7 @@ class ToolSession:
         text = f"{out.message}. Nothing changed." + (f" Hint: {hint}." if hint else "")
         return _error(out.reason or "refused", text, label="REFUSED", pieces=list(out.pieces))
 
-    def _placed(self, out: Any) -> ToolResult:
+    def _placed(self, out: Any, via: tuple[Any, Any] | None = None) -> ToolResult:
         if not out.ok:
             return self._refused(out)
         pc = self.assembly[out.piece]
@@ -534,9 +570,14 @@ class ToolSession:
             if partners
             else "not joined to anything (free-standing)"
         )
-        groups = ", ".join(f"{g}[0..{len(c) - 1}]" for g, c in pc.part.groups.items())
+        groups = ", ".join(
+            f"{g}[0..{len(c) - 1}] ({len(c)})" if len(c) > 1 else f"{g}[0] (1)" for g, c in pc.part.groups.items()
+        )
+        fitted = ""
+        if via is not None and via[0] is not None:
+            fitted = f" by its {via[0][0]}[{via[0][1]}] on {via[1]}"
         text = (
-            f"placed {pc.describe()} at {_xyz(pc.pose[:3, 3])} yaw {_fmt(_yaw_of(pc.pose))}; {joined}. "
+            f"placed {pc.describe()}{fitted} at {_xyz(pc.pose[:3, 3])} yaw {_fmt(_yaw_of(pc.pose))}; {joined}. "
             f"Its connectors: {groups or 'none'}. Model: {len(self.assembly)} piece(s)."
         )
         return ToolResult(text, data={"piece": pc.id, "joints": len(out.joints), "partners": partners})
@@ -576,8 +617,6 @@ def _colour_arg(colour: str) -> int | str:
 
 
 def _parse_source(by: str) -> tuple[str, int] | None:
-    import re
-
     m = re.match(r"^\s*([A-Za-z0-9_]+)\s*\[\s*(-?\d+)\s*\]\s*$", by)
     return (m.group(1), int(m.group(2))) if m else None
 
@@ -670,7 +709,8 @@ def _parse_arguments(spec: ToolSpec, arguments: str | Mapping[str, Any] | None) 
                 return _error(
                     "malformed_json",
                     f"the arguments of {spec.name} are not valid JSON ({exc.msg} at character {exc.pos}): "
-                    f"{text[:120]!r}. Send one JSON object, e.g. {_example(spec)}. {usage}",
+                    f"{text[:120]!r}; nothing was run (later turns show this call with empty arguments {{}}). "
+                    f"Send one JSON object, e.g. {_example(spec)}. {usage}",
                 )
     if not isinstance(arguments, Mapping):
         return _error(
@@ -706,6 +746,78 @@ def _example(spec: ToolSpec) -> str:
     samples = {"string": "...", "integer": 1, "number": 0, "boolean": False, "array": [0, 0, 0]}
     req = {p.name: samples[p.json_type] for p in spec.params if p.required}
     return json.dumps(req)
+
+
+_TOOL_WORDS = {
+    "add": ("add_part",),
+    "place": ("attach_part", "add_part"),
+    "put": ("attach_part", "add_part"),
+    "build": ("attach_part", "add_part"),
+    "attach": ("attach_part",),
+    "connect": ("attach_part",),
+    "snap": ("attach_part",),
+    "stack": ("attach_part",),
+    "search": ("find_parts",),
+    "find": ("find_parts",),
+    "parts": ("find_parts",),
+    "catalog": ("find_parts",),
+    "catalogue": ("find_parts",),
+    "describe": ("describe_part",),
+    "info": ("describe_part",),
+    "part": ("describe_part", "find_parts"),
+    "connectors": ("free_connectors",),
+    "studs": ("free_connectors",),
+    "free": ("free_connectors",),
+    "list": ("free_connectors",),
+    "remove": ("remove_piece",),
+    "delete": ("remove_piece",),
+    "revert": ("undo",),
+    "validate": ("check",),
+    "verify": ("check",),
+    "valid": ("check",),
+    "inventory": ("inventory_left",),
+    "stock": ("inventory_left",),
+    "render": ("render_views",),
+    "view": ("render_views",),
+    "views": ("render_views",),
+    "image": ("render_views",),
+    "look": ("render_views",),
+    "screenshot": ("render_views",),
+    "done": ("finish",),
+    "submit": ("finish",),
+    "deliver": ("finish",),
+    "end": ("finish",),
+    "stop": ("finish",),
+    "python": ("run_python",),
+    "code": ("run_python",),
+    "program": ("run_python",),
+    "script": ("run_python",),
+}
+"""Words of wrong tool names -> the tools they usually mean (names not defined here are skipped)."""
+
+
+def suggest_tools(name: str, limit: int = 2, names: Sequence[str] | None = None) -> list[str]:
+    """The tools (of ``names``, default all) a wrong tool name most likely meant, best first; never empty.
+
+    A namespace prefix (``functions.add_part``) and case or dashes are ignored; then the name's words vote
+    through :data:`_TOOL_WORDS` and spelling closeness breaks ties, so ``place_brick`` suggests ``attach_part``
+    and ``rendr_views`` suggests ``render_views``.
+    """
+    names = list(names if names is not None else _SPECS_BY_NAME)
+    plain = re.sub(r"[^a-z0-9]+", "_", name.rsplit(".", 1)[-1].lower()).strip("_")
+    if plain in names:
+        return [plain]
+    words = [w for w in plain.split("_") if w]
+    score = {n: difflib.SequenceMatcher(None, plain, n).ratio() for n in names}
+    for w in words:
+        singular = w[:-1] if w.endswith("s") and w[:-1] in _TOOL_WORDS else w
+        for rank, n in enumerate(_TOOL_WORDS.get(w, _TOOL_WORDS.get(singular, ()))):
+            if n in score:
+                score[n] += 1.0 - 0.1 * rank
+        for n in names:
+            if w in n.split("_"):
+                score[n] += 0.5
+    return sorted(names, key=lambda n: (-score[n], names.index(n)))[: max(1, limit)]
 
 
 # ----------------------------------------------------------------------------------------------------------------

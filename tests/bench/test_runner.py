@@ -84,11 +84,28 @@ def test_second_run_skips_finished_tasks_untouched(heuristic_run):
         assert _tree_mtimes(out / "heuristic" / task_id) == mtimes
 
 
-def test_agent_names_are_folder_safe():
+def test_agent_names_are_folder_safe_and_hash_the_endpoint(tmp_path, monkeypatch):
+    import re
+
+    from brick_gym.llm.messages import Sampling
+
+    script = tmp_path / "replies.json"
+    script.write_text("[]")
     assert runner.agent_name("heuristic") == "heuristic"
-    assert runner.agent_name("openai:gpt-4o@http://localhost:8000/v1") == "openai-gpt-4o"
-    assert runner.agent_name("scripted:/tmp/x/replies.jsonl") == "scripted-replies"
-    assert runner.agent_name("transformers:/models/tiny-llava/") == "transformers-tiny-llava"
+    local = runner.agent_name("openai:gpt-4o@http://localhost:8000/v1")
+    assert re.fullmatch(r"openai-gpt-4o-[0-9a-f]{8}", local)
+    assert re.fullmatch(r"scripted-replies-[0-9a-f]{8}", runner.agent_name(f"scripted:{script}"))
+    assert re.fullmatch(r"transformers-tiny-llava-[0-9a-f]{8}", runner.agent_name("transformers:/models/tiny-llava/"))
+    assert re.fullmatch(r"anthropic-claude-x-[0-9a-f]{8}", runner.agent_name("anthropic:claude-x@http://127.0.0.1:9/"))
+    # another endpoint, or other sampling, is another folder; the same spec is the same folder
+    assert runner.agent_name("openai:gpt-4o@http://localhost:8001/v1") != local
+    assert runner.agent_name("openai:gpt-4o@http://localhost:8000/v1", Sampling(temperature=0.0)) != local
+    assert runner.agent_name("openai:gpt-4o@http://localhost:8000/v1") == local
+    # the endpoint an SDK would take from the environment counts too
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    hosted = runner.agent_name("openai:gpt-4o")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    assert runner.agent_name("openai:gpt-4o") != hosted
 
 
 def test_worker_processes_give_the_same_models(heuristic_run, tmp_path):
@@ -110,7 +127,9 @@ def test_failures_are_recorded_and_redone(tmp_path, monkeypatch, capsys):
     import brick_gym.llm.adapter as adapter
 
     real_make = runner._make_client
-    monkeypatch.setattr(runner, "_make_client", lambda spec: _BrokenClient() if spec == "broken" else real_make(spec))
+    monkeypatch.setattr(
+        runner, "_make_client", lambda spec, sampling=None: _BrokenClient() if spec == "broken" else real_make(spec)
+    )
     cfg = _config(render=False)
     # A client error still delivers a model: finished, unless retry_errors asks for another go.
     first = run(None, "model", "broken", tmp_path, limit=1, config=cfg, progress=False, name="agent")

@@ -65,10 +65,20 @@ def test_connector_groups_and_lookup_errors() -> None:
     p = part("3700")
     assert set(p.groups) == {"clip", "socket", "hole", "post", "open"}
     assert p.connector("socket", 0).family == "axle"
-    with pytest.raises(KeyError, match="has no 'stud'"):
+    # counts are written as counts, never like indices ("socket[1]" would read as the second socket)
+    with pytest.raises(KeyError) as missing:
         p.connector("stud", 0)
-    with pytest.raises(IndexError, match="no index 5"):
+    assert str(missing.value).strip("\"'") == (
+        "part 3700 (technic brick 1x2 with hole) has no 'stud' connectors; its connectors: "
+        "2 'clip' connectors (clip[0] to clip[1]); 1 'socket' connector (socket[0]); 4 'hole' connectors (hole[0] "
+        "to hole[3]); 1 'post' connector (post[0]); 2 'open' connectors (open[0] to open[1])"
+    )
+    with pytest.raises(IndexError) as beyond:
         p.connector("socket", 5)
+    assert (
+        str(beyond.value)
+        == "part 3700 (technic brick 1x2 with hole) has no socket[5]: 1 'socket' connector (socket[0])"
+    )
     torso = part("11938")
     assert {g for g in torso.groups if g.startswith("fixed")} >= {"fixed0_on", "fixed1_in"}
 

@@ -9,11 +9,6 @@ then valid placements (two in one message), renders, and keeps calling tools unt
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,60 +25,6 @@ from brick_gym.llm.clients import (
 )
 from brick_gym.llm.messages import Message, ToolCall
 from brick_gym.llm.tools import tool_names
-
-Reply = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
-
-
-@contextmanager
-def serve(reply: Reply) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """A ThreadingHTTPServer on 127.0.0.1 (free port) answering every POST with ``reply(path, body)``; yields
-    (base URL, list of received bodies)."""
-    received: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-            received.append(body)
-            status, payload = reply(self.path, body)
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", received
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-def completion(calls: list[tuple[str, str]], turn: int, text: str = "") -> dict[str, Any]:
-    """A chat-completions response with tool calls [(name, raw arguments)]; ids are ``t<turn>_<i>``."""
-    tool_calls = [
-        {"id": f"t{turn}_{i}", "type": "function", "function": {"name": name, "arguments": args}}
-        for i, (name, args) in enumerate(calls)
-    ]
-    message: dict[str, Any] = {"role": "assistant", "content": text or None}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    return {
-        "id": f"chatcmpl-{turn}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": "loopback-builder",
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
-        "usage": {"prompt_tokens": 100 + turn, "completion_tokens": 10, "total_tokens": 110 + turn},
-    }
-
 
 POLICY: list[list[tuple[str, str]]] = [
     [("add_part", '{"part": "plate 6x6", "colour": ')],  # 1: arguments are not JSON
@@ -108,7 +49,7 @@ def builder_policy(turn: int) -> list[tuple[str, str]]:
     return [("free_connectors", json.dumps({"piece": 1, "kind": "stud", "limit": 2}))]  # never finishes
 
 
-def test_openai_sdk_episode_over_loopback(tmp_path: Path) -> None:
+def test_openai_sdk_episode_over_loopback(tmp_path: Path, loopback, completion) -> None:
     pytest.importorskip("openai")
     turns = iter(range(1, 100))
 
@@ -117,7 +58,7 @@ def test_openai_sdk_episode_over_loopback(tmp_path: Path) -> None:
         turn = next(turns)
         return 200, completion(builder_policy(turn), turn, text=f"turn {turn}")
 
-    with serve(reply) as (url, received):
+    with loopback(reply) as (url, received):
         client = OpenAIChatClient("loopback-builder", base_url=f"{url}/v1", api_key="test", retry_base_delay=0.01)
         config = EpisodeConfig(max_turns=MAX_TURNS, render=False)
         res = run_episode(BenchTask("loop-1", "a red and white wall on a green plate"), client, tmp_path, config)
@@ -166,14 +107,14 @@ def test_openai_sdk_episode_over_loopback(tmp_path: Path) -> None:
     assert len(load(tmp_path / "model.mpd").assembly) == 3
 
 
-def test_openai_client_retries_transient_errors_only() -> None:
+def test_openai_client_retries_transient_errors_only(loopback, completion) -> None:
     pytest.importorskip("openai")
     script = iter([(500, {"error": {"message": "boom"}}), (429, {"error": {"message": "slow down"}})])
 
     def flaky(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return next(script, (200, completion([("finish", "{}")], 1)))
 
-    with serve(flaky) as (url, received):
+    with loopback(flaky) as (url, received):
         client = OpenAIChatClient("m", base_url=f"{url}/v1", api_key="test", max_retries=3, retry_base_delay=0.01)
         turn = client.complete([Message("user", "hi")], [])
         assert [c.name for c in turn.tool_calls] == ["finish"] and len(received) == 3
@@ -181,14 +122,14 @@ def test_openai_client_retries_transient_errors_only() -> None:
     def bad_request(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return 400, {"error": {"message": "context too long"}}
 
-    with serve(bad_request) as (url, received):
+    with loopback(bad_request) as (url, received):
         client = OpenAIChatClient("m", base_url=f"{url}/v1", api_key="test", max_retries=3, retry_base_delay=0.01)
         with pytest.raises(Exception, match="context too long"):
             client.complete([Message("user", "hi")], [])
         assert len(received) == 1  # a 4xx is never retried
 
 
-def test_anthropic_sdk_episode_over_loopback(tmp_path: Path) -> None:
+def test_anthropic_sdk_episode_over_loopback(tmp_path: Path, loopback) -> None:
     pytest.importorskip("anthropic")
     turns = iter(range(1, 10))
 
@@ -213,7 +154,7 @@ def test_anthropic_sdk_episode_over_loopback(tmp_path: Path) -> None:
             "usage": {"input_tokens": 50, "output_tokens": 5},
         }
 
-    with serve(reply) as (url, received):
+    with loopback(reply) as (url, received):
         client = AnthropicClient("loopback", api_key="test", base_url=url, prices=(3.0, 15.0))
         res = run_episode(BenchTask("loop-a", "a red brick"), client, tmp_path, EpisodeConfig(render=False))
     assert res.stop_reason == "finish" and res.pieces == 2 and res.valid
@@ -248,14 +189,16 @@ def test_message_conversion(tmp_path: Path) -> None:
     Image.fromarray(np.zeros((4, 4, 3), dtype=np.uint8)).save(image)
     oa = openai_messages(conversation(image))
     assert [m["role"] for m in oa] == ["system", "user", "assistant", "tool", "tool", "user", "user"]
-    assert json.loads(oa[2]["tool_calls"][1]["function"]["arguments"]) == {"_raw": "{oops"}
+    # broken arguments are echoed as an empty object: no invented key such as "_raw" that reads like an argument
+    assert json.loads(oa[2]["tool_calls"][1]["function"]["arguments"]) == {}
     assert [p["type"] for p in oa[5]["content"]] == ["text", "image_url", "image_url"]
     system, an = anthropic_messages(conversation(image))
     assert system == "rules" and [m["role"] for m in an] == ["user", "assistant", "user"]
     blocks = an[2]["content"]
     assert [b["type"] for b in blocks] == ["tool_result", "tool_result", "text"]
     assert [c["type"] for c in blocks[0]["content"]] == ["text", "image", "image"] and blocks[1]["is_error"]
-    assert an[1]["content"][1]["input"] == {"_raw": "{oops"}
+    assert an[1]["content"][1]["input"] == {}
+    assert "_raw" not in json.dumps(oa) + json.dumps(an)
 
 
 def test_parse_tool_calls_formats() -> None:
@@ -312,7 +255,7 @@ def test_transformers_client_with_a_tiny_model(tmp_path: Path) -> None:
         tools=[{"type": "function", "function": d} for d in tool_definitions()],
         tokenize=False,
     )
-    assert "attach_part" in rendered and '"_raw": "{oops"' in rendered and "2 image(s) omitted" in rendered
+    assert "attach_part" in rendered and '"_raw"' not in rendered and "2 image(s) omitted" in rendered
     turn = client.complete(messages, tool_definitions())
     assert turn.usage["prompt_tokens"] > 50 and 1 <= turn.usage["completion_tokens"] <= 4
     assert turn.cost_usd is None and isinstance(turn.text, str)

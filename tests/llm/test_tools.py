@@ -73,7 +73,8 @@ def test_schemas_follow_the_signatures() -> None:
         assert schema["required"] == [p.name for p in params if p.default is inspect.Parameter.empty]
     attach = next(s for s in TOOL_SPECS if s.name == "attach_part").parameters_schema()
     assert attach["required"] == ["part", "colour", "to"]
-    assert attach["properties"]["by"]["default"] == "hole[0]"
+    assert "default" not in attach["properties"]["by"]  # no silent hole[0]: the result names the connector used
+    assert "the result names the one used" in attach["properties"]["by"]["description"]
     assert attach["properties"]["flip"]["type"] == "boolean"
     views = next(s for s in TOOL_SPECS if s.name == "render_views").parameters_schema()["properties"]["views"]
     assert (views["type"], views["minimum"], views["maximum"], views["default"]) == ("integer", 1, 8, 4)

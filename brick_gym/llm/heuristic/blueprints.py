@@ -1,82 +1,23 @@
 """Blueprints: how each subject is built, as stud-grid layers of coloured cells, and the palette a brief gives it.
 
-A :class:`Blueprint` turns a :class:`Region` of the base, a scale and a :data:`Palette` (role → colour) into
-:class:`Layer` s, bottom up; it says nothing about parts, which the planner chooses when it tiles each layer.
+A :class:`Blueprint` turns a :class:`~brick_gym.llm.heuristic.layers.Region` of the base, a scale and a palette
+(role → colour) into :class:`~brick_gym.llm.heuristic.layers.Layer` s, bottom up; it says nothing about parts,
+which the planner chooses when it tiles each layer. Each blueprint belongs to one subject family
+(:data:`FAMILIES`: vehicle, building, creature, plant, scene); the Set-scale ones are in
+:mod:`~brick_gym.llm.heuristic.scenery`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from brick_gym.llm.heuristic import scenery
 from brick_gym.llm.heuristic.brief import ANIMAL_COLOURS, Brief
+from brick_gym.llm.heuristic.layers import Layer, Palette, Region, even, paint, pitched_roof, rect, ring
 from brick_gym.llm.heuristic.shapes import Cell
 
-__all__ = [
-    "BLUEPRINTS",
-    "Blueprint",
-    "Layer",
-    "LayerMaker",
-    "Palette",
-    "Region",
-    "paint",
-    "palette_for",
-    "rect",
-    "ring",
-]
-
-
-@dataclass
-class Layer:
-    """Cells to cover at one step of a blueprint, each with a colour, covered with parts of one ``kind``.
-
-    ``facing`` orients slopes (the way the sloped face looks: ``-z`` front, ``+z`` back, ``-x``, ``+x``) and
-    ridges (``x`` or ``z``: the direction the ridge line runs).
-    """
-
-    cells: dict[Cell, str]
-    kind: str = "brick"
-    facing: str | None = None
-
-
-def rect(x0: int, z0: int, w: int, d: int) -> list[Cell]:
-    """Cells of a w (x) by d (z) rectangle with its corner at (x0, z0)."""
-    return [(x, z) for z in range(z0, z0 + d) for x in range(x0, x0 + w)]
-
-
-def ring(x0: int, z0: int, w: int, d: int, t: int = 1) -> list[Cell]:
-    """Cells of a rectangle's border, ``t`` cells thick."""
-    if w <= 2 * t or d <= 2 * t:
-        return rect(x0, z0, w, d)
-    inner = set(rect(x0 + t, z0 + t, w - 2 * t, d - 2 * t))
-    return [c for c in rect(x0, z0, w, d) if c not in inner]
-
-
-def paint(cells: Iterable[Cell], colour: str) -> dict[Cell, str]:
-    """Every cell in one colour."""
-    return dict.fromkeys(cells, colour)
-
-
-@dataclass(frozen=True)
-class Region:
-    """Where a blueprint may build: a w x d rectangle of stud cells with its corner at (x0, z0)."""
-
-    x0: int
-    z0: int
-    w: int
-    d: int
-
-    def centred(self, w: int, d: int) -> tuple[int, int]:
-        """Corner of a w x d rectangle centred in the region."""
-        return self.x0 + (self.w - w) // 2, self.z0 + (self.d - d) // 2
-
-
-Palette = dict[str, str]
-"""Role (``main``, ``second``, ``roof``...) → BrickNet colour name."""
-
-
-def _even(n: int) -> int:
-    return n - n % 2
+__all__ = ["BLUEPRINTS", "FAMILIES", "Blueprint", "LayerMaker", "palette_for"]
 
 
 def _wall(r: Region, s: int, pal: Palette) -> list[Layer]:
@@ -90,7 +31,7 @@ def _wall(r: Region, s: int, pal: Palette) -> list[Layer]:
 
 
 def _tower(r: Region, s: int, pal: Palette, lighthouse: bool) -> list[Layer]:
-    side = max(2, min(4 * s, _even(min(r.w, r.d) - 2)))
+    side = max(2, min(4 * s, even(min(r.w, r.d) - 2)))
     x0, z0 = r.centred(side, side)
     t = 1 if side <= 4 else 2
     layers = []
@@ -120,7 +61,7 @@ def _tower(r: Region, s: int, pal: Palette, lighthouse: bool) -> list[Layer]:
 
 def _house(r: Region, s: int, pal: Palette) -> list[Layer]:
     w = max(4, min(r.w, 10 * s))
-    d = max(4, _even(min(r.d, 8 if s == 1 else 14)))
+    d = max(4, even(min(r.d, 8 if s == 1 else 14)))
     x0, z0 = r.centred(w, d)
     walls = 5 if s == 1 else 8
     door_w = 2 if s == 1 else 4
@@ -133,23 +74,15 @@ def _house(r: Region, s: int, pal: Palette) -> list[Layer]:
                 continue
             corner = c[0] in (x0, x0 + w - 1) and c[1] in (z0, z0 + d - 1)
             along = c[0] - x0 if c[1] in (z0, z0 + d - 1) else c[1] - z0
-            window = 1 <= lv <= walls - 3 and not corner and c not in door and along % 3 == 1
+            window = 1 <= lv <= walls - 3 and not corner and c not in door and along % 4 in (1, 2)
             cells[c] = pal["window"] if window else pal["main"]
         layers.append(Layer(cells))
-    rows = d // 2 - 1
-    for k in range(rows):
-        layers.append(Layer(paint(rect(x0, z0 + k, w, 2), pal["roof"]), "slope", "-z"))
-        layers.append(Layer(paint(rect(x0, z0 + d - 2 - k, w, 2), pal["roof"]), "slope", "+z"))
-        gable = [(x, z) for x in (x0, x0 + w - 1) for z in range(z0 + k + 2, z0 + d - k - 2)]
-        if gable:
-            layers.append(Layer(paint(gable, pal["main"])))
-    layers.append(Layer(paint(rect(x0, z0 + rows, w, 2), pal["roof"]), "ridge", "x"))
-    return layers
+    return layers + pitched_roof(x0, z0, w, d, pal["roof"], pal["main"])
 
 
 def _tree(r: Region, s: int, pal: Palette) -> list[Layer]:
     ts = 2
-    canopy = max(2, min(_even(min(r.w, r.d)), 6 if s == 1 else 10))
+    canopy = max(2, min(even(min(r.w, r.d)), 6 if s == 1 else 10))
     x0, z0 = r.centred(ts, ts)
     layers = [Layer(paint(rect(x0, z0, ts, ts), pal["trunk"])) for _ in range(4 * s)]
     cx, cz = r.centred(canopy, canopy)
@@ -167,7 +100,7 @@ def _tree(r: Region, s: int, pal: Palette) -> list[Layer]:
 
 def _car(r: Region, s: int, pal: Palette) -> list[Layer]:
     length = max(6, min(r.w, 8 if s == 1 else 12))
-    width = max(4, _even(min(r.d, 4 if s == 1 else 6)))
+    width = max(4, even(min(r.d, 4 if s == 1 else 6)))
     x0, z0 = r.centred(length, width)
     wheels: dict[Cell, str] = {}
     for wx in (x0 + 1, x0 + length - 3):
@@ -189,7 +122,7 @@ def _car(r: Region, s: int, pal: Palette) -> list[Layer]:
 
 def _bridge(r: Region, s: int, pal: Palette) -> list[Layer]:
     length = max(6, r.w)
-    bw = max(2, min(_even(r.d), 4 if s == 1 else 6))
+    bw = max(2, min(even(r.d), 4 if s == 1 else 6))
     x0, z0 = r.centred(length, bw)
     piers = sorted({*range(r.x0, r.x0 + length - 2, 6), r.x0 + length - 2})
     pier_cells = [c for px in piers for c in rect(px, z0, 2, bw)]
@@ -206,7 +139,7 @@ def _bridge(r: Region, s: int, pal: Palette) -> list[Layer]:
 
 def _boat(r: Region, s: int, pal: Palette) -> list[Layer]:
     length = max(6, min(r.w, 10 * s))
-    width = max(4, _even(min(r.d, 4 * s)))
+    width = max(4, even(min(r.d, 4 * s)))
     x0, z0 = r.centred(length, width)
     layers = [
         Layer(paint(rect(x0 + 1, z0 + 1, length - 2, width - 2), pal["main"])),
@@ -293,8 +226,8 @@ def _animal(r: Region, s: int, pal: Palette) -> list[Layer]:
 
 
 def _castle(r: Region, s: int, pal: Palette) -> list[Layer]:
-    w = max(8, _even(min(r.w, 12 * s)))
-    d = max(8, _even(min(r.d, 12 * s)))
+    w = max(8, even(min(r.w, 12 * s)))
+    d = max(8, even(min(r.d, 12 * s)))
     x0, z0 = r.centred(w, d)
     t = s
     walls = 4 + 2 * s
@@ -319,7 +252,7 @@ def _castle(r: Region, s: int, pal: Palette) -> list[Layer]:
 
 
 def _pyramid(r: Region, s: int, pal: Palette) -> list[Layer]:
-    size = max(2, _even(min(r.w, r.d, 10 * s)))
+    size = max(2, even(min(r.w, r.d, 10 * s)))
     layers = []
     band = 0
     while size >= 2:
@@ -371,7 +304,7 @@ def _flower(r: Region, s: int, pal: Palette) -> list[Layer]:
 def _monument(r: Region, s: int, pal: Palette) -> list[Layer]:
     layers = []
     for size, n, role in ((6 * s, 2, "main"), (4 * s, 3, "second"), (2 * s, 2, "accent")):
-        size = max(2, _even(min(size, r.w, r.d)))
+        size = max(2, even(min(size, r.w, r.d)))
         x, z = r.centred(size, size)
         layers += [Layer(paint(rect(x, z, size, size), pal[role])) for _ in range(n)]
     return layers
@@ -477,18 +410,103 @@ BLUEPRINTS: dict[str, Blueprint] = {
     "snowman": _bp("snowman", _snowman, "white", ("main", "hat"), main="white", hat="black"),
     "flower": _bp("flower", _flower, "green", ("main", "second", "stem"), main="red", second="yellow", stem="green"),
     "monument": _bp("monument", _monument, "light bluish gray", ("main", "second", "accent"), main="tan", second="red"),
+    "train": _bp(
+        "train",
+        scenery.train,
+        "green",
+        ("main", "second", "wheel"),
+        main="black",
+        second="red",
+        accent="red",
+        wheel="red",
+        roof="black",
+        coal="black",
+        sleeper="reddish brown",
+        rail="light bluish gray",
+    ),
+    "townhouse": _bp(
+        "townhouse",
+        scenery.townhouse,
+        "light bluish gray",
+        ("main", "accent", "roof"),
+        main="tan",
+        second="white",
+        accent="red",
+        roof="dark bluish gray",
+        box="reddish brown",
+    ),
+    "gatehouse": _bp(
+        "gatehouse",
+        scenery.gatehouse,
+        "green",
+        ("main", "roof", "banner"),
+        main="light bluish gray",
+        second="dark bluish gray",
+        roof="blue",
+        banner="red",
+        wood="reddish brown",
+        water="blue",
+    ),
+    "dome": _bp("dome", scenery.dome, "light bluish gray", ("main", "window"), main="white", window="trans clear"),
+    "mast": _bp("mast", scenery.mast, "light bluish gray", ("main", "accent"), main="light bluish gray", accent="red"),
+    "solar": _bp(
+        "solar", scenery.solar_array, "light bluish gray", ("panel", "second"), panel="dark blue", second="black"
+    ),
+    "rover": _bp(
+        "rover",
+        scenery.rover,
+        "light bluish gray",
+        ("main", "second"),
+        main="white",
+        second="dark bluish gray",
+        tyre="black",
+    ),
+    "pen": _bp(
+        "pen", scenery.pen, "green", ("beast", "fence"), fence="reddish brown", water="blue", beast="bright pink"
+    ),
+    "haystack": _bp("haystack", scenery.haystack, "green", ("main",), main="yellow", second="tan"),
 }
 """Every blueprint by name; ``monument`` is the fallback when the brief names no known object."""
+
+FAMILIES: dict[str, str] = {
+    "car": "vehicle",
+    "train": "vehicle",
+    "rover": "vehicle",
+    "boat": "vehicle",
+    "rocket": "vehicle",
+    "house": "building",
+    "townhouse": "building",
+    "castle": "building",
+    "gatehouse": "building",
+    "tower": "building",
+    "lighthouse": "building",
+    "wall": "building",
+    "bridge": "building",
+    "pyramid": "building",
+    "dome": "building",
+    "mast": "scene",
+    "solar": "scene",
+    "pen": "scene",
+    "haystack": "scene",
+    "monument": "scene",
+    "animal": "creature",
+    "figure": "creature",
+    "robot": "creature",
+    "snowman": "creature",
+    "tree": "plant",
+    "flower": "plant",
+}
+"""The subject family of every blueprint (vehicle, building, creature, plant, scene)."""
 
 
 def palette_for(bp: Blueprint, brief: Brief) -> Palette:
     """Role → colour: the blueprint's defaults, with the brief's colours for it filling ``bp.fill`` in order
     (all the brief's colours when it names no known object)."""
     pal = dict(bp.roles)
-    if bp.name == "animal":
+    if bp.name in ("animal", "pen"):
         for w in brief.words:
             if w in ANIMAL_COLOURS:
-                pal["main"] = ANIMAL_COLOURS[w]
+                pal["main" if bp.name == "animal" else "beast"] = ANIMAL_COLOURS[w]
                 break
     colours = brief.by_blueprint.get(bp.name, () if brief.blueprints else brief.colours)
     for role, col in zip(bp.fill, colours, strict=False):

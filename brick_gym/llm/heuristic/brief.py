@@ -60,6 +60,28 @@ COLOUR_WORDS: dict[str, str] = {
 
 NOUNS: dict[str, str] = {
     "lighthouse": "lighthouse",
+    "locomotive": "train",
+    "railway": "train",
+    "tender": "train",
+    "tram": "train",
+    "townhouse": "townhouse",
+    "bakery": "townhouse",
+    "gatehouse": "gatehouse",
+    "drawbridge": "gatehouse",
+    "moat": "gatehouse",
+    "dome": "dome",
+    "habitat": "dome",
+    "igloo": "dome",
+    "mast": "mast",
+    "antenna": "mast",
+    "radio": "mast",
+    "solar": "solar",
+    "rover": "rover",
+    "buggy": "rover",
+    "pen": "pen",
+    "paddock": "pen",
+    "haystack": "haystack",
+    "hay": "haystack",
     "tower": "tower",
     "skyscraper": "tower",
     "windmill": "tower",
@@ -86,7 +108,7 @@ NOUNS: dict[str, str] = {
     "van": "car",
     "vehicle": "car",
     "tractor": "car",
-    "train": "car",
+    "train": "train",
     "bridge": "bridge",
     "boat": "boat",
     "ship": "boat",
@@ -183,6 +205,10 @@ ANIMAL_COLOURS: dict[str, str] = {
 """Animal nouns → the colour of their body when the brief gives none."""
 
 
+NUMBER_WORDS = {"two": 2, "pair": 2, "twin": 2, "three": 3, "several": 3, "four": 4}
+"""Number words that ask for more than one of the noun that follows (within two words)."""
+
+
 @dataclass(frozen=True)
 class Brief:
     """What the heuristic understood: blueprint names (first = main subject), colours in order, noun words, and
@@ -192,6 +218,10 @@ class Brief:
     colours: tuple[str, ...]
     words: tuple[str, ...]
     by_blueprint: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    counts: Mapping[str, int] = field(default_factory=dict)
+    """How many of a blueprint the brief asks for ("two white domes"), where it says more than one."""
+    terrain: str = "grass"
+    """The ground the scene stands on: ``grass``, ``moon`` (moon, lunar, crater...) or ``water``."""
 
 
 def read_brief(text: str) -> Brief:
@@ -221,4 +251,16 @@ def read_brief(text: str) -> Brief:
         owner = next((n for p, n, _ in hits if p > pos), hits[-1][1] if hits else None)
         if owner is not None and col not in by.setdefault(owner, []):
             by[owner].append(col)
-    return Brief(names, colours, words, {k: tuple(v) for k, v in by.items()})
+    counts: dict[str, int] = {}
+    tokens = re.findall(r"[a-z]+", low)
+    for i, w in enumerate(tokens):
+        n = NUMBER_WORDS.get(w)
+        if n is None:
+            continue
+        for later in tokens[i + 1 : i + 3]:
+            noun = next((c for c in (later, later[:-1], later[:-2]) if c in NOUNS), None)
+            if noun is not None:
+                counts[NOUNS[noun]] = max(counts.get(NOUNS[noun], 1), n)
+                break
+    terrain = "moon" if re.search(r" (moon|lunar|mars|martian|crater|cratered|planet|asteroid) ", low) else "grass"
+    return Brief(names, colours, words, {k: tuple(v) for k, v in by.items()}, counts, terrain)

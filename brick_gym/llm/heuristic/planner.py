@@ -14,8 +14,9 @@ import numpy as np
 
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
 from brick_gym.core.rules import Inventory, Rules
-from brick_gym.llm.heuristic.blueprints import BLUEPRINTS, Layer, Region, paint, palette_for, rect
+from brick_gym.llm.heuristic.blueprints import BLUEPRINTS, palette_for
 from brick_gym.llm.heuristic.brief import Brief, read_brief
+from brick_gym.llm.heuristic.layers import Layer, Region, paint, rect
 from brick_gym.llm.heuristic.shapes import BASES, FALLBACK_KIND, KIND_PARTS, Cell, Shape, shapes_of, stud_index
 
 __all__ = ["BuildPlan", "plan_build"]
@@ -45,7 +46,12 @@ def _rgb(name: str) -> np.ndarray:
 
 
 class _Planner:
-    def __init__(self, rules: Rules, max_pieces: int | None) -> None:
+    def __init__(
+        self, rules: Rules, max_pieces: int | None, max_length: int | None = None, single_cap: int | None = None
+    ) -> None:
+        self.max_length = max_length
+        self.single_cap = single_cap
+        self._singles: dict[str, int] = {}
         self.asm = Assembly(rules, name="plan")
         self.rules = rules
         self.max_pieces = max_pieces
@@ -187,6 +193,10 @@ class _Planner:
 
     def _candidates(self, kind: str, layer: Layer | None, x_major: bool) -> list[Shape]:
         shapes = [s for name in KIND_PARTS[kind] for s in shapes_of(name)]
+        if self.max_length is not None and kind == "brick":
+            shapes = [s for s in shapes if max(s.size) <= self.max_length]
+        if self.single_cap is not None:  # no one 1x1 part makes more than its share of the model
+            shapes = [s for s in shapes if len(s.cells) > 1 or self._singles.get(s.stem, 0) < self.single_cap]
         facing = layer.facing if layer is not None else None
         if kind == "slope" and facing:
             shapes = [s for s in shapes if _faces(s, facing)]
@@ -224,6 +234,8 @@ class _Planner:
             if not out.ok:
                 continue
             pid = out.piece
+            if len(shape.cells) == 1:
+                self._singles[shape.stem] = self._singles.get(shape.stem, 0) + 1
             for c in covered:
                 top = shape.tops.get((c[0] - ox, c[1] - oz))
                 self.columns[c] = _Column(plane + shape.height, f"{pid}.{top}" if top else None)
@@ -300,16 +312,69 @@ def _largest_base_plate(inventory: Inventory) -> tuple[str, str] | None:
     return None if best is None else (best[1], best[2])
 
 
+SUBSUMES: dict[str, tuple[str, ...]] = {
+    "gatehouse": ("castle", "tower", "wall", "bridge"),
+    "townhouse": ("house", "flower"),
+    "train": ("car",),
+    "pen": ("wall", "animal"),
+    "dome": ("monument",),
+}
+"""A blueprint that builds another subject of the brief as part of itself (a gatehouse has its towers, a pen its
+animals): the other is not built again."""
+
+SET_MAX_LENGTH = 4
+"""At Set scale, bricks and plates are at most 4 studs long (1x2 to 2x4 in running bond, as in retail sets)."""
+
+
+SINGLE_SHARE = 7
+"""At Set scale no single 1x1 part is used for more than this percentage of the part minimum (the tiler turns to
+the next part that fits: a round 1x1 brick for a square one), and flowers take at most 8%."""
+
+
+def _subjects(brief: Brief, setting_name: str) -> list[str]:
+    """The blueprints to build, main subject first: those the brief names, less those another one builds
+    (:data:`SUBSUMES`), each as often as the brief counts it at Set scale; at most 5 (Set) or 2."""
+    names = list(brief.blueprints)
+    for big, parts in SUBSUMES.items():
+        if big in names:
+            names = [n for n in names if n not in parts]
+    if setting_name == "set":
+        names = [n for name in names for n in [name] * min(2, brief.counts.get(name, 1))]
+    limit = 5 if setting_name == "set" else 2
+    return names[:limit] or ["monument"]
+
+
+def _layout(full: Region, n: int) -> list[Region]:
+    """Regions for ``n`` subjects: the first at the back (the model's front faces -z), the rest side by side in
+    front of it, a free lane between them."""
+    if n <= 2:
+        return _regions(full, n)
+    back_d = full.d * 11 // 20
+    back = Region(full.x0, full.z0 + full.d - back_d, full.w, back_d)
+    front_d = full.d - back_d - 1
+    k = n - 1
+    w = (full.w - (k - 1)) // k
+    front = [Region(full.x0 + i * (w + 1), full.z0, w, front_d) for i in range(k)]
+    return [back, *front]
+
+
 def plan_build(brief_text: str, rules: Rules, *, target_pieces: int | None = None) -> BuildPlan:
     """The calls that build ``brief_text`` under ``rules`` (verified on a private assembly), and a summary.
 
     ``target_pieces`` is the least number of pieces to reach (default: the setting's minimum, plus a margin for
-    ``set``); decorations (trees, then flowers) are added on free base cells until it is reached.
+    ``set``); when the subjects fall short, trees and then (at most 8% of the pieces) flowers are added on free
+    base cells.
     """
     brief = read_brief(brief_text)
     name = rules.setting.name
-    names = list(brief.blueprints[: 2 if name != "set" else 3]) or ["monument"]
-    planner = _Planner(rules, rules.setting.max_parts)
+    names = _subjects(brief, name)
+    is_set = name == "set"
+    planner = _Planner(
+        rules,
+        rules.setting.max_parts,
+        max_length=SET_MAX_LENGTH if is_set else None,
+        single_cap=rules.setting.min_parts * SINGLE_SHARE // 100 if is_set else None,
+    )
     base_part, scale = BASES.get(name, ("baseplate 16x16", 1))
     main_bp = BLUEPRINTS[names[0]]
     base_colour = main_bp.base
@@ -329,7 +394,7 @@ def plan_build(brief_text: str, rules: Rules, *, target_pieces: int | None = Non
     full = Region(
         min(xs) + margin, min(zs) + margin, max(xs) - min(xs) + 1 - 2 * margin, max(zs) - min(zs) + 1 - 2 * margin
     )
-    for bp_name, region in zip(names, _regions(full, len(names)), strict=True):
+    for bp_name, region in zip(names, _layout(full, len(names)), strict=True):
         bp = BLUEPRINTS[bp_name]
         pal = palette_for(bp, brief)
         for layer in bp.make(region, scale, pal):
@@ -343,51 +408,58 @@ def plan_build(brief_text: str, rules: Rules, *, target_pieces: int | None = Non
 
 
 def _decorate(planner: _Planner, goal: int, brief: Brief, base_colour: str) -> None:
-    """Small trees on free squares, then flowers on free cells, until ``goal`` pieces. On a water base (blue)
-    each tree stands on a sand island and the flowers become white and grey rocks."""
-    tree = BLUEPRINTS["tree"]
-    pal = palette_for(tree, Brief((), (), ()))
+    """Scenery on free base squares until ``goal`` pieces: trees (on sand islands on a water base), or on the moon
+    rocks and craters; then flowers or pebbles on free cells (at most 8% of ``goal``)."""
     water = base_colour in ("blue", "dark blue", "medium azure")
-    for _ in range(6):
+    moon = brief.terrain == "moon"
+    tree = BLUEPRINTS["tree"]
+    rock = BLUEPRINTS["haystack"]
+    for k in range(16):
         if len(planner.asm) >= goal:
             return
-        spots = planner.free_squares(6)
+        size = 6 if k < 8 else 4
+        spots = planner.free_squares(size) or planner.free_squares(4)
         if not spots:
             break
-        x, z = spots[0]
-        island = [Layer(paint(rect(x, z, 6, 6), "tan"), "plate")] if water else []
-        for layer in island + tree.make(Region(x, z, 6, 6), 1, pal):
+        size = size if planner.free_squares(size) else 4
+        x, z = spots[(k * 7) % len(spots)]
+        region = Region(x, z, size, size)
+        if moon:
+            crater = [c for c in rect(x, z, size, size) if c not in set(rect(x + 1, z + 1, size - 2, size - 2))]
+            layers = [Layer(paint(crater, "dark bluish gray"), "plate")]
+            pal = {"main": "dark bluish gray", "second": "light bluish gray"}
+            layers += rock.make(Region(x + 1, z + 1, size - 2, size - 2), 1, pal) if k % 2 else []
+            planner.plan.blueprints.append("crater")
+        else:
+            island = [Layer(paint(rect(x, z, size, size), "tan"), "plate")] if water else []
+            pal = palette_for(tree, Brief((), (), ()))
+            if k % 3 == 2:
+                pal = {**pal, "leaf": "dark green"}
+            layers = island + tree.make(region, 1, pal)
+            planner.plan.blueprints.append("tree")
+        for layer in layers:
             planner.layer(layer)
-        planner.plan.blueprints.append("tree")
-    colours = ["white", "light bluish gray"] if water else [*brief.colours, "red", "yellow", "white", "bright pink"]
-    cells = sorted(
-        (c for c, col in planner.columns.items() if col.height == 0),
-        key=lambda c: (c[1], c[0]),
-    )
+    if moon and len(planner.asm) < goal:  # grey cratered ground: patches of light and dark regolith
+        free = [c for c, col in planner.columns.items() if col.height == 0]
+        ground = {c: ("light bluish gray" if (c[0] // 3 + c[1] // 3) % 2 else "dark bluish gray") for c in free}
+        planner.layer(Layer(ground, "plate"))
+        planner.plan.blueprints.append("regolith")
+    if water or moon:
+        colours = ["white", "light bluish gray"] if water else ["dark bluish gray", "light bluish gray"]
+    else:
+        colours = [*brief.colours, "red", "yellow", "white", "bright pink"]
+    cells = sorted((c for c, col in planner.columns.items() if col.height == 0), key=lambda c: (c[1], c[0]))
     occupied = {c for c, col in planner.columns.items() if col.height != 0}
     near = {(x + dx, z + dz) for x, z in occupied for dx in (-1, 0, 1) for dz in (-1, 0, 1)}
     k = 0
+    flowers = max(0, goal * 8 // 100)  # never more than 8% of the model in one 1x1 part
     for parity in (0, 1):
         for c in cells:
-            if len(planner.asm) >= goal or planner.full:
-                return
+            if len(planner.asm) >= goal or planner.full or k >= flowers:
+                break
             if (c[0] + c[1]) % 2 != parity or c in near or planner.columns[c].height != 0:
                 continue
             planner.layer(Layer({c: colours[k % len(colours)]}, "flower"))
             k += 1
-    # Still short (the subject covers the base): round plates on any free stud, lowest surfaces first, layer
-    # after layer, until the goal is met or nothing more fits.
-    while len(planner.asm) < goal and not planner.full:
-        before = len(planner.asm)
-        tops = sorted(
-            (c for c, col in planner.columns.items() if col.stud is not None),
-            key=lambda c: (planner.columns[c].height, (c[0] + c[1]) % 2, c[1], c[0]),
-        )
-        for c in tops:
-            if len(planner.asm) >= goal or planner.full:
-                return
-            planner.layer(Layer({c: colours[k % len(colours)]}, "flower"))
-            k += 1
-        if len(planner.asm) == before:
-            planner.plan.notes.append(f"could not reach {goal} pieces")
-            return
+    if len(planner.asm) < goal:
+        planner.plan.notes.append(f"could not reach {goal} pieces")

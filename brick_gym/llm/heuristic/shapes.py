@@ -35,6 +35,7 @@ KIND_PARTS: dict[str, tuple[str, ...]] = {
         "brick 1x3",
         "brick 1x2",
         "brick 1x1",
+        "brick 1x1 round with hollow stud",
     ),
     "plate": (
         "plate 8x8",
