@@ -60,9 +60,13 @@ def fidelity_task_source(
     kinds: tuple[str, ...] | None = None,
     size: str = "small",
     pool: int | None = DEFAULT_POOL,
+    min_parts: int = 0,
 ) -> Callable[[np.random.Generator], EnvTask]:
     """A task source for :class:`~brick_gym.envs.BrickAssemblyEnv`: draws a kind and a target seed from the env's
-    seeded generator, offset into the split's stream; ``pool`` targets per kind (None: a million)."""
+    seeded generator, offset into the split's stream; ``pool`` targets per kind (None: a million). Targets of
+    fewer than ``min_parts`` parts are passed over (the next draw is taken, so the stream stays deterministic)."""
+    if isinstance(min_parts, bool) or not isinstance(min_parts, int) or min_parts < 0:
+        raise ValueError(f"min_parts must be a non-negative integer, got {min_parts!r}")
     if pool is not None and (isinstance(pool, bool) or not isinstance(pool, int) or pool < 1):
         raise ValueError(f"pool must be a positive integer or None, got {pool!r}")
     if split not in SPLIT_OFFSETS:
@@ -71,19 +75,23 @@ def fidelity_task_source(
     unknown = set(chosen) - set(ALL_KINDS)
     if unknown:
         raise ValueError(f"unknown fidelity kinds {sorted(unknown)}; choose from {ALL_KINDS}")
-    return _TaskSource(SPLIT_OFFSETS[split] + seed * 7919, chosen, size, pool or 1_000_000)
+    return _TaskSource(SPLIT_OFFSETS[split] + seed * 7919, chosen, size, pool or 1_000_000, min_parts)
 
 
 class _TaskSource:
     """Picklable callable drawing fidelity tasks (cached per target seed)."""
 
-    def __init__(self, offset: int, kinds: tuple[str, ...], size: str, pool: int) -> None:
-        self.offset, self.kinds, self.size, self.pool = offset, kinds, size, pool
+    def __init__(self, offset: int, kinds: tuple[str, ...], size: str, pool: int, min_parts: int = 0) -> None:
+        self.offset, self.kinds, self.size, self.pool, self.min_parts = offset, kinds, size, pool, min_parts
 
     def __call__(self, rng: np.random.Generator) -> EnvTask:
-        kind = self.kinds[int(rng.integers(len(self.kinds)))]
-        target_seed = self.offset + int(rng.integers(self.pool))
-        return _cached_task(kind, target_seed, self.size)
+        for _ in range(1000):
+            kind = self.kinds[int(rng.integers(len(self.kinds)))]
+            target_seed = self.offset + int(rng.integers(self.pool))
+            task = _cached_task(kind, target_seed, self.size)
+            if len(task.extras["fidelity_task"].steps) >= self.min_parts:
+                return task
+        raise ValueError(f"no {self.size} target of {self.kinds} has {self.min_parts} parts in 1,000 draws")
 
 
 @lru_cache(maxsize=2048)

@@ -59,8 +59,8 @@ def _env(
 _EXTRA_ARGS = {
     "BrickGym/Model-v0": ("prompt",),
     "BrickGym/AltBuild-v0": ("inventory",),
-    "BrickGym/Fidelity-v0": ("split", "seed", "kinds", "size", "pool"),
-    "BrickGym/FidelityCandidates-v0": ("split", "seed", "kinds", "size", "pool"),
+    "BrickGym/Fidelity-v0": ("split", "seed", "kinds", "size", "pool", "min_parts"),
+    "BrickGym/FidelityCandidates-v0": ("split", "seed", "kinds", "size", "pool", "min_parts"),
 }
 
 MODEL_CONFIG = EnvConfig(max_pieces=400, max_steps=600, max_targets=256)
@@ -102,16 +102,18 @@ def make_fidelity_env(
     kinds: tuple[str, ...] | None = None,
     size: str = "small",
     pool: int | None = DEFAULT_POOL,
+    min_parts: int = 0,
     **kw: Any,
 ) -> BrickAssemblyEnv:
     """Build a target model (walls, towers, stairs, pyramids, houses, mosaics); every reset samples a target from
     the split's generator. ``train`` and ``test`` draw from disjoint seed streams (held-out targets), each a pool
-    of ``pool`` targets per kind (None: a new target every reset). Rewards default to :data:`FIDELITY_REWARDS`."""
+    of ``pool`` targets per kind (None: a new target every reset), passing over targets of fewer than ``min_parts``
+    parts. Rewards default to :data:`FIDELITY_REWARDS`."""
     from brick_gym.envs.fidelity_tasks import fidelity_task_source
 
     env_id = "BrickGym/FidelityCandidates-v0" if kw.get("encoding") == "candidates" else "BrickGym/Fidelity-v0"
     base = fidelity_config(size)
-    source = fidelity_task_source(split=split, seed=seed, kinds=kinds, size=size, pool=pool)
+    source = fidelity_task_source(split=split, seed=seed, kinds=kinds, size=size, pool=pool, min_parts=min_parts)
     return _env(env_id, source, base, kw, FIDELITY_REWARDS)
 
 

@@ -67,6 +67,8 @@ class EnvSection:
     size: str = "small"
     max_pieces: int | None = None
     max_steps: int | None = None
+    min_parts: int = 0
+    """Targets with fewer parts are passed over (both splits)."""
 
     def kwargs(self, split: str) -> dict[str, Any]:
         """Env kwargs for one split. The env's target-stream ``seed`` kwarg stays at its default (0) for every run,
@@ -77,6 +79,8 @@ class EnvSection:
             kw["max_pieces"] = self.max_pieces
         if self.max_steps is not None:
             kw["max_steps"] = self.max_steps
+        if self.min_parts:
+            kw["min_parts"] = self.min_parts
         return kw
 
 
