@@ -159,11 +159,7 @@ class TargetRanking:
             return
         progress = self.progress
         progress.sync(assembly)
-        per_slot = [self._slot(assembly, ref) for ref in targets]
-        rows = np.concatenate([r for r, _, _ in per_slot])
-        sums = np.concatenate([s for _, s, _ in per_slot])  # left, built, uncertain, left per colour...
-        goals = np.concatenate([g for _, _, g in per_slot])  # target cells, target cells per colour
-        t_of = np.repeat(np.arange(len(targets)), [len(r) for r, _, _ in per_slot])
+        rows, sums, goals, t_of = self._counted(assembly, targets)
         a, b = rows[:, 2:5], rows[:, 5:8]
         volume = rows[:, 10]
         inside = np.all(a >= 0, axis=1) & np.all(b < np.asarray(progress.shape), axis=1)
@@ -208,28 +204,41 @@ class TargetRanking:
         agreement = (goal[0] / vol, (goal[channel] if channel < len(goal) else 0) / vol)
         return Ranked(slot, placement, True if certain else None, pose, agreement)
 
-    def _slot(self, assembly: Assembly, ref: ConnectorRef) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A slot's rows, their counts (left, built, uncertain, left per colour and an empty colour), counted
-        again only for rows whose cells a piece added since the last count touches, and their target counts."""
-        rows, goals = self._rows(assembly, ref)
+    def _counted(
+        self, assembly: Assembly, targets: Sequence[ConnectorRef]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every slot's rows (concatenated), their counts (left, built, uncertain, left per colour, an empty colour),
+        their target counts and their slot index. Each slot's counts are kept between steps; only rows whose cells a
+        piece added since touches are counted again, all slots at once."""
         progress = self.progress
-        cached = self._sums.get(ref)
-        if cached is not None and cached[0] is rows and cached[1] == progress.generation:
-            sums = cached[3]
-            changes = progress.changes[cached[2] :]
-            if changes:
-                a, b = rows[:, 2:5], rows[:, 5:8]
-                touched = np.zeros(len(rows), dtype=bool)
-                for lo, hi in changes:
-                    touched |= np.all(a <= hi, axis=1) & np.all(b >= lo, axis=1)
-                idx = np.flatnonzero(touched)
-                if len(idx):
-                    sums = sums.copy()
-                    sums[idx] = self._count(rows[idx])
-        else:
-            sums = self._count(rows)
-        self._sums[ref] = (rows, progress.generation, len(progress.changes), sums)
-        return rows, sums, goals
+        per_slot = [self._rows(assembly, ref) for ref in targets]
+        rows = np.concatenate([r for r, _ in per_slot])
+        goals = np.concatenate([g for _, g in per_slot])
+        lengths = [len(r) for r, _ in per_slot]
+        t_of = np.repeat(np.arange(len(targets)), lengths)
+        width = 3 + len(progress.colours) + 1
+        sums = np.zeros((len(rows), width), dtype=np.int64)
+        stale = np.zeros(len(rows), dtype=bool)
+        since = np.zeros(len(rows), dtype=np.int64)
+        ends = np.cumsum(lengths)
+        for ref, (slot_rows, _), end, n in zip(targets, per_slot, ends.tolist(), lengths, strict=True):
+            cached = self._sums.get(ref)
+            if cached is not None and cached[0] is slot_rows and cached[1] == progress.generation:
+                sums[end - n : end] = cached[3]
+                since[end - n : end] = cached[2]
+            else:
+                stale[end - n : end] = True
+        now = len(progress.changes)
+        first = int(since[~stale].min()) if (~stale).any() else now
+        a, b = rows[:, 2:5], rows[:, 5:8]
+        for k in range(first, now):  # rows counted before change k and touched by it
+            lo, hi = progress.changes[k]
+            stale |= (since <= k) & np.all(a <= hi, axis=1) & np.all(b >= lo, axis=1)
+        if stale.any():
+            sums[stale] = self._count(rows[stale])
+        for ref, (slot_rows, _), end, n in zip(targets, per_slot, ends.tolist(), lengths, strict=True):
+            self._sums[ref] = (slot_rows, progress.generation, now, sums[end - n : end])
+        return rows, sums, goals, t_of
 
     def _count(self, rows: np.ndarray) -> np.ndarray:
         """(n, 3 + colours + 1) counts of rows over the progress arrays (non-box parts over their own cells)."""
