@@ -115,6 +115,8 @@ class TargetRanking:
         self._mates: dict[tuple[str, str, str | None], np.ndarray] = {}
         self._slot_rows: dict[ConnectorRef, tuple[object, np.ndarray, np.ndarray]] = {}
         self._sums: dict[ConnectorRef, tuple[np.ndarray, int, int, np.ndarray]] = {}
+        self._start_sums: dict[ConnectorRef, tuple[np.ndarray, np.ndarray]] = {}
+        """Counts of the start piece's slots with nothing else built (the same in every episode on this target)."""
         self._shapes: list[np.ndarray] = []
         """Cell offsets from the box's low corner of a non-box part in one orientation (rows' shape column)."""
         self._shape_of: dict[tuple[str, bytes], int] = {}
@@ -221,14 +223,19 @@ class TargetRanking:
         stale = np.zeros(len(rows), dtype=bool)
         since = np.zeros(len(rows), dtype=np.int64)
         ends = np.cumsum(lengths)
+        now = len(progress.changes)
+        at_start = now == 1 and len(assembly) == 1  # only the start piece: its counts are the same every episode
         for ref, (slot_rows, _), end, n in zip(targets, per_slot, ends.tolist(), lengths, strict=True):
             cached = self._sums.get(ref)
+            start = self._start_sums.get(ref) if at_start else None
             if cached is not None and cached[0] is slot_rows and cached[1] == progress.generation:
                 sums[end - n : end] = cached[3]
                 since[end - n : end] = cached[2]
+            elif start is not None and start[0] is slot_rows:
+                sums[end - n : end] = start[1]
+                since[end - n : end] = now
             else:
                 stale[end - n : end] = True
-        now = len(progress.changes)
         first = int(since[~stale].min()) if (~stale).any() else now
         a, b = rows[:, 2:5], rows[:, 5:8]
         for k in range(first, now):  # rows counted before change k and touched by it
@@ -238,6 +245,8 @@ class TargetRanking:
             sums[stale] = self._count(rows[stale])
         for ref, (slot_rows, _), end, n in zip(targets, per_slot, ends.tolist(), lengths, strict=True):
             self._sums[ref] = (slot_rows, progress.generation, now, sums[end - n : end])
+            if at_start:
+                self._start_sums[ref] = (slot_rows, sums[end - n : end])
         return rows, sums, goals, t_of
 
     def _count(self, rows: np.ndarray) -> np.ndarray:
@@ -282,7 +291,7 @@ class TargetRanking:
         the rows, their (n, 1 + colours) target counts (cells, cells per colour: the target does not change)."""
         host = assembly.pieces[ref.piece]
         hit = self._slot_rows.get(ref)
-        if hit is not None and hit[0] is host:
+        if hit is not None and (hit[0] is host or _same_piece(hit[0], host)):  # equal pieces: a new episode's start
             return hit[1], hit[2]
         frame = assembly.connector_frame(ref)
         t_conn = host.part.connector(ref.group, ref.index)
@@ -344,6 +353,15 @@ class TargetRanking:
         if hit is None:
             hit = self._mates[key] = np.array([cx.mates(target, c) for c in self._table.source], dtype=bool)
         return hit
+
+
+def _same_piece(a: object, b: object) -> bool:
+    """Whether two pieces are the same part in the same colour at the same pose (their slots' rows agree)."""
+    return (
+        a.part is b.part  # type: ignore[attr-defined]
+        and a.colour == b.colour  # type: ignore[attr-defined]
+        and np.array_equal(a.pose, b.pose)  # type: ignore[attr-defined]
+    )
 
 
 @dataclass(frozen=True)
