@@ -49,6 +49,9 @@ REASONS = (
     "part_limit",
     "bad_pose",
     "nothing_to_undo",
+    "bad_selection",
+    "no_mirror",
+    "bad_submodel",
 )
 """Every reason code an :class:`Outcome` can carry."""
 

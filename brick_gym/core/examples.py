@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from brick_gym.core.assembly import Assembly, ConnectorRef
+from brick_gym.core.poses import translation
 from brick_gym.core.rules import Rules
 
 
@@ -32,13 +33,6 @@ def readme_wall(rules: Rules | None = None) -> Assembly:
             column += width
         top = next_top
     return wall
-
-
-def translation(x: float, y: float, z: float) -> np.ndarray:
-    """A 4×4 pure translation (LDU)."""
-    m = np.eye(4)
-    m[:3, 3] = (x, y, z)
-    return m
 
 
 def running_bond_wall(

@@ -24,11 +24,17 @@ __all__ = [
     "LDrawError",
     "LDrawModel",
     "LDrawPart",
+    "LDrawReference",
+    "LDrawSubfile",
     "format_part_line",
+    "part_stem",
     "read_ldraw",
     "read_ldraw_file",
+    "read_subfiles",
+    "subfile_key",
     "write_ldr",
     "write_mpd",
+    "write_mpd_files",
 ]
 
 MAX_DEPTH = 64
@@ -140,7 +146,7 @@ def _key(name: str) -> str:
     return name.strip().replace("\\", "/").lower()
 
 
-def _part_stem(target: str) -> str:
+def part_stem(target: str) -> str:
     """Part identifier of a referenced file: lowercased, `\\` -> `/`, trailing `.dat` removed."""
     stem = target.strip().replace("\\", "/").lower()
     return stem[:-4] if stem.endswith(".dat") else stem
@@ -345,7 +351,7 @@ class _Flattener:
             child_key = _key(ref.target)
             child = self.submodels.get(child_key)
             if child is None:
-                out.append(LDrawPart(_part_stem(ref.target), resolved, pose, f"{sub.name}:{ref.line}"))
+                out.append(LDrawPart(part_stem(ref.target), resolved, pose, f"{sub.name}:{ref.line}"))
                 continue
             self._check_descent(sub, ref, child_key, chain)
             chain.append(child_key)
@@ -382,6 +388,41 @@ def read_ldraw_file(path: str | os.PathLike[str]) -> LDrawModel:
     except UnicodeDecodeError:
         text = data.decode("latin-1")
     return read_ldraw(text, label)
+
+
+@dataclass(frozen=True)
+class LDrawReference:
+    """One type-1 line as written, not flattened: the referenced file, colour, pose in its subfile's frame and the
+    1-based line number in the whole file."""
+
+    target: str
+    colour: int
+    pose: np.ndarray
+    line: int
+
+
+@dataclass(frozen=True)
+class LDrawSubfile:
+    """One subfile (the whole file for a plain .ldr) and its references in file order."""
+
+    name: str
+    references: tuple[LDrawReference, ...]
+
+
+def subfile_key(name: str) -> str:
+    """How references find subfiles: case-insensitive, with backslash and slash treated alike."""
+    return _key(name)
+
+
+def read_subfiles(text: str, name: str = "model.ldr") -> tuple[LDrawSubfile, ...]:
+    """The subfiles of .ldr/.mpd text with their references as written (main model first), for readers that keep
+    submodels; the text is first read with :func:`read_ldraw`, so every error it reports is raised here too."""
+    read_ldraw(text, name)
+    subfiles, _, _ = _split_subfiles(text, name)
+    return tuple(
+        LDrawSubfile(s.name, tuple(LDrawReference(r.target, r.colour, r.pose, r.line) for r in s.refs))
+        for s in subfiles
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -523,4 +564,27 @@ def write_mpd(
     for g, group in enumerate(groups):
         body = [format_part_line(*items[i]) for i in group]
         out += file_block(group_names[g], f"{base} group {g + 1}", body)
+    return "\n".join(out) + "\n"
+
+
+def write_mpd_files(
+    files: Sequence[tuple[str, Sequence[tuple[str, int, np.ndarray]]]], author: str = "brick_gym"
+) -> str:
+    """An .mpd of several files, the first being the main model: ``[(file name, [(target, colour, pose), ...])]``.
+
+    A target naming another file of the list is written as a submodel reference; any other target is a part stem
+    (written ``<stem>.dat``). Numbers are shortest repr-exact, as everywhere in this module.
+    """
+    names = [_check_line_text(n, "file name") for n, _ in files]
+    keys = [_key(n) for n in names]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"file names must be unique (ignoring case and slashes): {names}")
+    out: list[str] = []
+    for file_name, refs in files:
+        base = file_name.rsplit(".", 1)[0] or file_name
+        body = [
+            _reference_line(target, colour, pose) if _key(target) in keys else format_part_line(target, colour, pose)
+            for target, colour, pose in refs
+        ]
+        out += [f"0 FILE {file_name}", *_header(base, file_name, author), *body, "0 NOFILE"]
     return "\n".join(out) + "\n"

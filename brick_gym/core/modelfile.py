@@ -35,6 +35,8 @@ class LoadedModel:
     assembly: Assembly
     problems: tuple[LoadProblem, ...]
     sources: dict[int, str]
+    leaves: tuple[int | None, ...] = ()
+    """The piece id each part of the file became, in file (flattened) order; None where it could not be placed."""
 
 
 def to_ldraw(assembly: Assembly, *, mpd: bool = True, title: str | None = None) -> str:
@@ -58,7 +60,9 @@ def from_model(model: LDrawModel, rules: Rules | None = None, *, strict: bool = 
     cat = catalog()
     problems: list[LoadProblem] = []
     sources: dict[int, str] = {}
+    leaves: list[int | None] = []
     for ld in model.parts:
+        leaves.append(None)
         stem, pose = ld.stem, np.array(ld.pose)
         alias = cat.alias_transform(stem)
         if alias is not None:
@@ -85,9 +89,10 @@ def from_model(model: LDrawModel, rules: Rules | None = None, *, strict: bool = 
         outcome = asm.add(part, code, snapped)
         if outcome.ok and outcome.piece is not None:
             sources[outcome.piece] = ld.source
+            leaves[-1] = outcome.piece
         else:
             problems.append(LoadProblem(outcome.reason or "parse", ld.source, f"{ld.source}: {outcome.message}"))
-    return LoadedModel(asm, tuple(problems), sources)
+    return LoadedModel(asm, tuple(problems), sources, tuple(leaves))
 
 
 def load(path: str | os.PathLike[str], rules: Rules | None = None, *, strict: bool = False) -> LoadedModel:
