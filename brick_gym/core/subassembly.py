@@ -53,6 +53,7 @@ __all__ = [
     "attach_submodel",
     "define",
     "load",
+    "loads",
     "place_submodel",
     "read_mpd",
     "save",
@@ -605,18 +606,12 @@ def read_mpd(text: str, name: str = "model.mpd") -> tuple[LDrawModel, list[tuple
     return model, out
 
 
-def load(
-    path: str | os.PathLike[str], rules: Rules | None = None, *, strict: bool = False
+def loads(
+    text: str, name: str = "model.mpd", rules: Rules | None = None, *, strict: bool = False
 ) -> tuple[LoadedModel, Structure]:
-    """Read an ``.ldr``/``.mpd`` into (:class:`~brick_gym.core.modelfile.LoadedModel`, :class:`Structure`): the
-    flattened pieces as ``modelfile.load`` gives them, and the file's submodels with the instances whose parts all
-    loaded."""
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
-    model, refs = read_mpd(text, Path(path).name)
+    """LDraw text into (:class:`~brick_gym.core.modelfile.LoadedModel`, :class:`Structure`): the flattened pieces
+    as ``modelfile.load`` gives them, and the file's submodels with the instances whose parts all loaded."""
+    model, refs = read_mpd(text, name)
     loaded = from_model(model, rules, strict=strict)
     structure = Structure()
     for sub, pose, span in refs:
@@ -629,3 +624,15 @@ def load(
             ids = tuple(p for p in pieces if p is not None)
             structure.instances.append(Instance(structure.get(sub.name), pose, ids))
     return loaded, structure
+
+
+def load(
+    path: str | os.PathLike[str], rules: Rules | None = None, *, strict: bool = False
+) -> tuple[LoadedModel, Structure]:
+    """Read an ``.ldr``/``.mpd`` file with its submodels (see :func:`loads`)."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    return loads(text, Path(path).name, rules, strict=strict)

@@ -37,12 +37,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brick_gym.core.fileio import atomic_write_json
+from brick_gym.core.builder import Builder
+from brick_gym.core.fileio import atomic_write_json, atomic_write_text
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.llm.context import ContextOverflow, ContextPolicy, Conversation
 from brick_gym.llm.messages import AssistantTurn, ChatClient, Message, ToolCall
+from brick_gym.llm.sandbox import SandboxLimits
 from brick_gym.llm.tokens import TokenCounter, default_counter, message_tokens
-from brick_gym.llm.tools import ToolResult, ToolSession, tool_definitions
+from brick_gym.llm.tools import PROTOCOLS, TOOLSETS, ToolResult, ToolSession, tool_definitions, tool_names
 
 __all__ = [
     "NUDGE",
@@ -102,8 +104,21 @@ class EpisodeConfig:
     render: bool = True
     views: int = 8
     view_size: int = 512
+    protocol: str = "checked"
+    """``checked`` (every placement checked before it lands) or ``brickbench`` (placed freely, checked on request
+    and at the end, as BrickAgent does); named in every result."""
+    toolset: str = "program"
+    """Tools offered: ``basic``, ``bulk`` or ``program`` (all, ``run_python`` and ``write_build`` included)."""
+    program_limits: SandboxLimits = field(default_factory=SandboxLimits)
+    """Limits of each ``run_python`` / ``write_build`` run in the sandbox."""
 
     def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
+        if self.toolset not in TOOLSETS:
+            raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}, got {self.toolset!r}")
+        if isinstance(self.program_limits, dict):
+            self.program_limits = SandboxLimits(**self.program_limits)
         for name in ("max_turns", "max_tool_calls", "context_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -170,6 +185,8 @@ class EpisodeResult:
     """Turns whose token usage the server did not report, so it was estimated."""
     context: dict[str, Any] = field(default_factory=dict)
     """How the conversation was kept in its context: largest request estimate, evictions, truncations, drops."""
+    protocol: str = "checked"
+    """The building protocol the episode ran under (see :data:`brick_gym.llm.tools.PROTOCOLS`)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -192,7 +209,14 @@ def _inventory_lines(inventory: Inventory) -> list[str]:
 
 
 def system_prompt(
-    setting: str, inventory: Inventory | None, prompt: str, *, max_turns: int = 300, max_tool_calls: int | None = None
+    setting: str,
+    inventory: Inventory | None,
+    prompt: str,
+    *,
+    max_turns: int = 300,
+    max_tool_calls: int | None = None,
+    protocol: str = "checked",
+    toolset: str = "program",
 ) -> str:
     """The system message: the task, the setting's rules, what makes a model valid, and how to use the tools."""
     from brick_gym.core.rules import setting as get_setting
@@ -236,10 +260,41 @@ def system_prompt(
         + (f" and {max_tool_calls} tool calls" if max_tool_calls is not None else "")
         + "; every tool result ends with a line saying how many are left. As the conversation grows, older "
         "pictures and tool results are shortened (the model itself keeps every piece).",
+        *_protocol_lines(protocol, toolset),
         "",
         f"Brief: {prompt}",
     ]
     return "\n".join(lines)
+
+
+def _protocol_lines(protocol: str, toolset: str) -> list[str]:
+    """What the prompt says about the protocol and the bulk and program tools."""
+    lines = [""]
+    if protocol == "brickbench":
+        lines.append(
+            "Protocol brickbench: placements are NOT checked when made (overlaps, stock and the part limit are only "
+            "found by check()); call check() before finish(): the model is checked in full at the end."
+        )
+    else:
+        lines.append("Protocol checked: every placement is checked before it lands; a refused one changes nothing.")
+    if toolset in ("bulk", "program"):
+        lines.append(
+            "Bulk tools: place_parts places a list of placements in one call (each result reported); copy_pieces, "
+            "move_pieces, rotate_pieces, mirror_pieces (each part becomes its mirror image) and array_pieces (a row "
+            "on the stud lattice) work on a selection of piece ids; define_subassembly names a group of pieces and "
+            "place_subassembly / attach_subassembly place copies of it; list_pieces, measure and connections report."
+        )
+    if toolset == "program":
+        lines.append(
+            "Programs: run_python(code) runs Python with the model bound to `model` (model.add(part, colour, "
+            "position, yaw=...), model.attach(part, colour, to='0.stud[3]', by='hole[0]', yaw=...), model.copy, "
+            ".mirror, .array, Builder(name=...) with model.place_submodel / attach_submodel, model.free_connectors("
+            "piece, group, near), model.list_pieces(), model.measure(), find(words), describe(part), check()). One "
+            "loop can place a whole course. A program that raises changes nothing; refusals and errors come back "
+            "with their line numbers. write_build(code) delivers a build.py whose build() returns the model (as in "
+            "BrickBench); it is rebuilt in the sandbox to verify."
+        )
+    return lines
 
 
 def _user_prompt(prompt: str, max_turns: int) -> str:
@@ -333,8 +388,14 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rules = Rules.for_setting(config.setting, config.inventory)
-    session = ToolSession(rules=rules, name=task.id)
-    tools = tool_definitions()
+    session = ToolSession(
+        rules=rules,
+        name=task.id,
+        protocol=config.protocol,
+        tools=tool_names(config.toolset),
+        limits=config.program_limits,
+    )
+    tools = tool_definitions(config.toolset)
     log = _Transcript(out_dir / "transcript.jsonl")
     t0 = time.perf_counter()
     turns = executed = nudges = estimated_turns = 0
@@ -352,6 +413,7 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
             "type": "episode",
             "task_id": task.id,
             "setting": rules.setting.name,
+            "protocol": config.protocol,
             "client": client_info,
             "config": asdict(config),
             "token_counter": counter.name,
@@ -366,6 +428,8 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                 task.prompt,
                 max_turns=config.max_turns,
                 max_tool_calls=config.max_tool_calls,
+                protocol=config.protocol,
+                toolset=config.toolset,
             ),
         ),
         Message("user", _user_prompt(task.prompt, config.max_turns)),
@@ -539,12 +603,16 @@ def _deliver(
     task: BenchTask, session: ToolSession, out_dir: Path, config: EpisodeConfig, stats: dict[str, Any], log: _Transcript
 ) -> EpisodeResult:
     """Check, save, render and score the delivered model; write ``verification.json``."""
-    from brick_gym.core.modelfile import save
+    from brick_gym.core.subassembly import save
     from brick_gym.core.validity import check
     from brick_gym.rewards.terms import RewardContext, standard_rewards
 
-    asm = session.assembly
     files: dict[str, str] = {"transcript": str(out_dir / "transcript.jsonl")}
+    builder, build = session.builder, None
+    if session.build_code is not None:
+        builder, build = _rebuild_deliverable(session, out_dir, config, log)
+        files["build"] = str(out_dir / "build.py")
+    asm = builder.assembly
     report = None
     check_error = None
     try:
@@ -553,7 +621,7 @@ def _deliver(
         check_error = f"{type(exc).__name__}: {exc}"
         log.write({"type": "event", "event": "check_error", "error": check_error})
     model_path = out_dir / "model.mpd"
-    save(asm, model_path)
+    save(asm, builder.structure, model_path)
     files["model"] = str(model_path)
 
     spec = standard_rewards()
@@ -580,7 +648,10 @@ def _deliver(
         "task_id": task.id,
         "prompt": task.prompt,
         "setting": asm.rules.setting.name,
-        "valid": bool(report is not None and report.valid),
+        "protocol": config.protocol,
+        "deliverable": "build.py" if build is not None else "model.mpd",
+        "build": build,
+        "valid": bool(report is not None and report.valid and (build is None or build["ok"])),
         "report": report_json,
         "summary": report.summary() if report is not None else None,
         "check_error": check_error,
@@ -611,7 +682,23 @@ def _deliver(
         reward_terms=terms,
         usage_estimated_turns=stats["usage_estimated_turns"],
         context=stats["context"],
+        protocol=config.protocol,
     )
+
+
+def _rebuild_deliverable(
+    session: ToolSession, out_dir: Path, config: EpisodeConfig, log: _Transcript
+) -> tuple[Builder, dict[str, Any]]:
+    """Write the episode's ``build.py`` and rebuild it in the sandbox, as the runner verifies BrickBench deliverables:
+    (the rebuilt model, or an empty one when the build failed; what the rebuild said)."""
+    from brick_gym.llm.program import build_model
+
+    code = session.build_code or ""
+    atomic_write_text(out_dir / "build.py", code)
+    model, built, problems = build_model(code, session.rules, config.program_limits, name=session.assembly.name)
+    info = {"ok": model is not None and not problems, "api": built.api, "message": built.message, "problems": problems}
+    log.write({"type": "event", "event": "rebuilt", **info})
+    return (model if model is not None else Builder(session.rules, strict=False, name=session.assembly.name)), info
 
 
 TRANSCRIPT_TYPES = ("episode", "message", "tool_result", "event")

@@ -22,17 +22,24 @@ import os
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Placement, colour_name
+from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Placement, colour_name
+from brick_gym.core.builder import BadPlacement, Builder, placement_from_mapping
+from brick_gym.core.poses import pose as make_pose
+from brick_gym.core.poses import yaw_of
+from brick_gym.core.queries import BadSelection
 from brick_gym.core.rules import Inventory, Rules
+from brick_gym.llm.sandbox import SandboxLimits
 
 __all__ = [
     "ERROR_KINDS",
+    "PROTOCOLS",
+    "TOOLSETS",
     "TOOL_SPECS",
     "Arg",
     "ParamSpec",
@@ -58,8 +65,18 @@ ERROR_KINDS = (
     "render_failed",
     "budget",
     "tool_failed",
+    "sandbox_unavailable",
+    "program_failed",
+    "program_killed",
+    "partly_refused",
 )
 """Error kinds of the tool layer itself; a refused placement uses the Outcome's reason code instead."""
+
+PROTOCOLS = {
+    "checked": "every placement is checked (collision, stock, part limit) before it lands; a refusal changes nothing",
+    "brickbench": "placements land unchecked, as in BrickAgent; check() on request and the full check at the end",
+}
+"""The two building protocols: how placements are checked. Every result names the one it ran under."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -76,6 +93,10 @@ class Arg:
     maximum: float | None = None
     items: int | None = None
     """Exact length of a list argument."""
+    max_items: int | None = None
+    """Most entries of a list argument."""
+    item_schema: dict[str, Any] | None = None
+    """JSON Schema of each entry of a list of objects."""
 
 
 @dataclass(frozen=True)
@@ -84,18 +105,23 @@ class ParamSpec:
 
     name: str
     json_type: str
-    """``string``, ``integer``, ``number``, ``boolean`` or ``array`` (of numbers)."""
+    """``string``, ``integer``, ``number``, ``boolean`` or ``array``."""
     required: bool
     default: Any
     arg: Arg
+    item_type: str = "number"
+    """Entries of an ``array``: ``number``, ``integer`` or ``object``."""
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of this argument."""
         s: dict[str, Any] = {"type": self.json_type}
         if self.json_type == "array":
-            s["items"] = {"type": "number"}
+            s["items"] = dict(self.arg.item_schema) if self.item_type == "object" else {"type": self.item_type}
+            s["items"].setdefault("type", self.item_type)
             if self.arg.items is not None:
                 s["minItems"] = s["maxItems"] = self.arg.items
+            if self.arg.max_items is not None:
+                s["maxItems"] = self.arg.max_items
         s["description"] = self.arg.description
         if self.arg.minimum is not None:
             s["minimum"] = self.arg.minimum
@@ -120,6 +146,8 @@ class ToolSpec:
     description: str
     params: tuple[ParamSpec, ...]
     method: Callable[..., ToolResult] = field(repr=False)
+    group: str = "basic"
+    """``basic`` (one placement per call), ``bulk`` (many per call) or ``program`` (run_python, write_build)."""
 
     def parameters_schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments object."""
@@ -135,17 +163,24 @@ class ToolSpec:
         return f"{self.name}({', '.join(p.usage() for p in self.params)})"
 
 
-def tool(fn: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
-    """Mark a :class:`ToolSession` method as a tool (its name, signature and docstring define it)."""
-    fn.__is_tool__ = True  # type: ignore[attr-defined]
-    return fn
+def tool(fn: Callable[..., ToolResult] | None = None, *, group: str = "basic") -> Any:
+    """Mark a :class:`ToolSession` method as a tool (its name, signature and docstring define it); ``group`` says
+    which tool sets offer it (see :data:`TOOLSETS`)."""
+
+    def mark(f: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
+        f.__is_tool__ = True  # type: ignore[attr-defined]
+        f.__tool_group__ = group  # type: ignore[attr-defined]
+        return f
+
+    return mark(fn) if fn is not None else mark
 
 
 _PY_TO_JSON = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
-def _json_type(annotation: Any) -> str:
-    """The JSON type of an annotation (``X | None`` counts as X: an omitted or null argument takes the default)."""
+def _json_type(annotation: Any) -> tuple[str, str]:
+    """The JSON type of an annotation and of its list entries (``X | None`` counts as X: an omitted or null
+    argument takes the default)."""
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -154,9 +189,11 @@ def _json_type(annotation: Any) -> str:
         annotation = args[0]
         origin = typing.get_origin(annotation)
     if annotation in _PY_TO_JSON:
-        return _PY_TO_JSON[annotation]
+        return _PY_TO_JSON[annotation], "number"
     if origin is list and typing.get_args(annotation) in ((float,), (int,)):
-        return "array"
+        return "array", _PY_TO_JSON[typing.get_args(annotation)[0]]
+    if origin is list and typing.get_origin(typing.get_args(annotation)[0]) is dict:
+        return "array", "object"
     raise TypeError(f"unsupported tool argument annotation {annotation!r}")
 
 
@@ -173,13 +210,17 @@ def _spec_of(fn: Callable[..., ToolResult]) -> ToolSpec:
         arg = next((m for m in meta if isinstance(m, Arg)), None)
         if arg is None:
             raise TypeError(f"tool {fn.__name__}: argument {name!r} has no Arg(...) metadata")
-        json_type = _json_type(base)
+        json_type, item_type = _json_type(base)
+        if item_type == "object" and arg.item_schema is None:
+            raise TypeError(
+                f"tool {fn.__name__}: argument {name!r} is a list of objects and needs Arg(item_schema=...)"
+            )
         required = p.default is inspect.Parameter.empty
-        params.append(ParamSpec(name, json_type, required, None if required else p.default, arg))
+        params.append(ParamSpec(name, json_type, required, None if required else p.default, arg, item_type))
     doc = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0].replace("\n", " ").strip()
     if not doc:
         raise TypeError(f"tool {fn.__name__} needs a docstring")
-    return ToolSpec(fn.__name__, doc, tuple(params), fn)
+    return ToolSpec(fn.__name__, doc, tuple(params), fn, getattr(fn, "__tool_group__", "basic"))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -241,20 +282,51 @@ def _direction(v: np.ndarray) -> str:
     return "tilted"
 
 
-def _yaw_of(pose: np.ndarray) -> float:
-    return (math.degrees(math.atan2(pose[0, 2], pose[0, 0])) + 360.0) % 360.0
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # The session
 # ----------------------------------------------------------------------------------------------------------------
+
+
+def _vector_schema(n: int, what: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "number"}, "minItems": n, "maxItems": n, "description": what}
+
+
+PLACEMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "part": {"type": "string", "description": "Part number or name."},
+        "colour": {"type": "string", "description": "Colour name or LDraw code."},
+        "to": {"type": "string", "description": "By connector: the model's free connector 'PIECE.GROUP[INDEX]'."},
+        "by": {"type": "string", "description": "By connector: the new part's connector 'GROUP[INDEX]' (hole[0])."},
+        "yaw": {"type": "number", "description": "Turn in degrees (about the joint, or about the vertical)."},
+        "flip": {"type": "boolean", "description": "By connector: turn the part around (axles, hinges)."},
+        "slide": {"type": "number", "description": "By connector: shift along an axle, LDU."},
+        "position": _vector_schema(3, "At a pose: [x, y, z] in LDU."),
+        "axis": _vector_schema(3, "At a pose: rotation axis (with angle)."),
+        "angle": {"type": "number", "description": "At a pose: rotation angle about axis, degrees."},
+        "matrix": _vector_schema(9, "At a pose: 3x3 rotation matrix, row by row."),
+    },
+    "required": ["part", "colour"],
+    "additionalProperties": False,
+}
+"""One entry of ``place_parts``: by connector (``to``/``by``/``yaw``) or at a pose (``position`` + a rotation)."""
+
+MAX_BULK_PLACEMENTS = 500
+"""Most placements one ``place_parts`` call takes."""
+MAX_CODE_CHARS = 200_000
+"""Longest program ``run_python`` and ``write_build`` take."""
+
+_PIECES = "Piece ids of the selection, e.g. [3, 4, 5]."
 
 
 class ToolSession:
     """One assembly under a setting's rules, driven by validated tool calls (see :meth:`call`).
 
     ``inventory`` (alt-build) is an :class:`~brick_gym.core.rules.Inventory`, a ``BRICKAGENT_SET``-style mapping or a
-    JSON file; ``rules`` overrides setting and inventory. ``errors`` counts refused calls by error kind.
+    JSON file; ``rules`` overrides setting and inventory. ``protocol`` is one of :data:`PROTOCOLS` (``checked``:
+    every placement is checked before it lands; ``brickbench``: placements land unchecked and ``check`` reports).
+    ``tools`` limits the tools this session answers (default: every tool); ``limits`` bounds ``run_python`` and
+    ``write_build``. ``errors`` counts refused calls by error kind.
     """
 
     def __init__(
@@ -264,15 +336,33 @@ class ToolSession:
         *,
         rules: Rules | None = None,
         name: str = "model",
+        protocol: str = "checked",
+        tools: Iterable[str] | None = None,
+        limits: SandboxLimits | None = None,
     ) -> None:
         if isinstance(inventory, Mapping):
             inventory = Inventory.from_mapping(inventory)
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
         self.rules = rules if rules is not None else Rules.for_setting(setting, inventory)
-        self.assembly = Assembly(self.rules, name=name)
+        self.protocol = protocol
+        self.builder = Builder(self.rules, strict=protocol == "checked", name=name)
+        self.tools = tuple(_SPECS_BY_NAME) if tools is None else tuple(tools)
+        unknown = [t for t in self.tools if t not in _SPECS_BY_NAME]
+        if unknown:
+            raise ValueError(f"unknown tool(s) {', '.join(map(repr, unknown))}; tools are {', '.join(_SPECS_BY_NAME)}")
+        self.limits = limits or SandboxLimits()
+        self.build_code: str | None = None
+        """The ``build.py`` delivered with ``write_build``, if any (the runner rebuilds it to verify)."""
         self.finished = False
         self.calls = 0
         self.errors: dict[str, int] = {}
         self.last_report: Any = None
+
+    @property
+    def assembly(self) -> Assembly:
+        """The episode's assembly (the authority on what is placed)."""
+        return self.builder.assembly
 
     # ----- dispatch ------------------------------------------------------------------------------------------
     def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> ToolResult:
@@ -284,13 +374,14 @@ class ToolSession:
         return result
 
     def _call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolResult:
-        spec = _SPECS_BY_NAME.get(name) if isinstance(name, str) else None
+        spec = _SPECS_BY_NAME.get(name) if isinstance(name, str) and name in self.tools else None
         if spec is None:
-            guesses = " or ".join(repr(g) for g in suggest_tools(str(name)))
+            offered = [g for g in suggest_tools(str(name), limit=len(_SPECS_BY_NAME)) if g in self.tools]
+            guesses = " or ".join(repr(g) for g in offered[:2])
             return _error(
                 "unknown_tool",
                 f"there is no tool named {name!r}; nothing was run. Did you mean {guesses}? "
-                f"Available tools: {', '.join(_SPECS_BY_NAME)}.",
+                f"Available tools: {', '.join(self.tools)}.",
             )
         if self.finished:
             return _error("episode_over", f"finish() was already called; {name} was not run. The episode is over.")
@@ -394,13 +485,21 @@ class ToolSession:
             list[float], Arg("Where the part's origin goes: [x, y, z] in LDU (-y is up, the ground is y = 0).", items=3)
         ] = (0.0, 0.0, 0.0),  # type: ignore[assignment]
         rotation_deg_y: Annotated[float, Arg("Turn about the vertical axis, in degrees.", -360, 360)] = 0.0,
+        axis: Annotated[
+            list[float] | None,
+            Arg("Any rotation: its axis [x, y, z] (with angle_deg), instead of rotation_deg_y.", items=3),
+        ] = None,
+        angle_deg: Annotated[float, Arg("Any rotation: the angle about axis, in degrees.", -360, 360)] = 0.0,
+        matrix: Annotated[
+            list[float] | None,
+            Arg("Any rotation as a 3x3 matrix, 9 numbers row by row (instead of the others).", items=9),
+        ] = None,
     ) -> ToolResult:
         """Place a part at a free pose; use it for the first piece (a base plate), then attach_part."""
-        pose = np.eye(4)
-        a = math.radians(rotation_deg_y)
-        c, s = math.cos(a), math.sin(a)
-        pose[:3, :3] = [[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]]
-        pose[:3, 3] = [float(v) for v in position]
+        try:
+            pose = make_pose(position, yaw=rotation_deg_y, axis=axis, angle=angle_deg, matrix=matrix)
+        except ValueError as exc:
+            return _error("bad_pose", f"{exc}. {_REFUSAL_HINTS['bad_pose']}")
         return self._placed(self.assembly.place(Placement(part, _colour_arg(colour), pose=pose)))
 
     @tool
@@ -546,7 +645,272 @@ class ToolSession:
             f"finished: the model with {len(self.assembly)} piece(s) is delivered", data={"pieces": len(self.assembly)}
         )
 
+    # ----- bulk tools ----------------------------------------------------------------------------------------
+    @tool(group="bulk")
+    def place_parts(
+        self,
+        placements: Annotated[
+            list[dict[str, Any]],
+            Arg(
+                "Placements in order. By connector: {part, colour, to, by, yaw, flip, slide}; at a pose: "
+                "{part, colour, position, yaw | axis+angle | matrix}.",
+                max_items=MAX_BULK_PLACEMENTS,
+                item_schema=PLACEMENT_SCHEMA,
+            ),
+        ],
+    ) -> ToolResult:
+        """Place many parts in one call, in order; each placement's result is reported and a refusal does not stop
+        the others."""
+        lines, results = [], []
+        for k, item in enumerate(placements):
+            try:
+                out = self.assembly.place(placement_from_mapping(item))
+            except BadPlacement as exc:
+                out = Outcome(False, exc.reason, str(exc))
+            results.append({"ok": out.ok, "piece": out.piece, "reason": out.reason})
+            lines.append(f"  [{k}] " + (self._placed(out).text if out.ok else f"REFUSED ({out.reason}): {out.message}"))
+        placed = sum(r["ok"] for r in results)
+        head = f"{placed} of {len(results)} placement(s) applied; model: {len(self.assembly)} piece(s)"
+        return ToolResult(
+            "\n".join([head + ":", *lines]),
+            ok=placed == len(results),
+            error_kind=None if placed == len(results) else "partly_refused",
+            data={"results": results},
+        )
+
+    @tool(group="bulk")
+    def copy_pieces(
+        self,
+        pieces: Annotated[list[int], Arg(_PIECES, max_items=4000)],
+        offset: Annotated[list[float], Arg("Shift of the copy [x, y, z] in LDU (a stud is 20, a plate 8).", items=3)],
+        rotation_deg_y: Annotated[float, Arg("Turn the copy about the vertical, in degrees.", -360, 360)] = 0.0,
+        about: Annotated[
+            list[float] | None, Arg("Point [x, y, z] the turn is about (default: the selection's centre).", items=3)
+        ] = None,
+    ) -> ToolResult:
+        """Place a copy of the selected pieces, shifted (and turned); all or nothing, each part checked."""
+        return self._bulk(self.builder.copy(pieces, offset, degrees=rotation_deg_y, about=about))
+
+    @tool(group="bulk")
+    def move_pieces(
+        self,
+        pieces: Annotated[list[int], Arg(_PIECES, max_items=4000)],
+        offset: Annotated[list[float], Arg("Shift [x, y, z] in LDU.", items=3)],
+    ) -> ToolResult:
+        """Move the selected pieces; they get new ids (listed in the result). All or nothing."""
+        return self._bulk(self.builder.move(pieces, offset))
+
+    @tool(group="bulk")
+    def rotate_pieces(
+        self,
+        pieces: Annotated[list[int], Arg(_PIECES, max_items=4000)],
+        degrees: Annotated[float, Arg("Angle, degrees (right-handed about the axis).", -360, 360)],
+        axis: Annotated[str, Arg("Axis: 'x', 'y' (vertical) or 'z'.")] = "y",
+        about: Annotated[
+            list[float] | None, Arg("Point [x, y, z] the turn is about (default: the selection's centre).", items=3)
+        ] = None,
+    ) -> ToolResult:
+        """Turn the selected pieces about an axis; they get new ids. All or nothing."""
+        return self._bulk(self.builder.rotate(pieces, degrees, axis=axis, about=about))
+
+    @tool(group="bulk")
+    def mirror_pieces(
+        self,
+        pieces: Annotated[list[int], Arg(_PIECES, max_items=4000)],
+        axis: Annotated[str, Arg("Normal of the mirror plane: 'x' (left/right), 'y' or 'z' (front/back).")] = "x",
+        about: Annotated[
+            list[float] | None, Arg("A point [x, y, z] on the mirror plane (default: the selection's centre).", items=3)
+        ] = None,
+        keep: Annotated[bool, Arg("Keep the originals (mirrored copy) or replace them.")] = True,
+    ) -> ToolResult:
+        """Mirror the selected pieces: each part becomes its mirror image (itself if symmetric, its left/right
+        counterpart otherwise); refused with a reason if a part has none. All or nothing."""
+        return self._bulk(self.builder.mirror(pieces, axis, about=about, keep=keep))
+
+    @tool(group="bulk")
+    def array_pieces(
+        self,
+        pieces: Annotated[list[int], Arg(_PIECES, max_items=4000)],
+        count: Annotated[int, Arg("Copies in all, the original included.", 2, 400)],
+        step: Annotated[
+            list[int], Arg("Step between copies on the lattice: [studs x, plates y, studs z] (-y is up).", items=3)
+        ],
+    ) -> ToolResult:
+        """Repeat the selected pieces in a row along the stud/plate lattice; all or nothing, each part checked."""
+        return self._bulk(self.builder.array(pieces, count, step))
+
+    @tool(group="bulk")
+    def define_subassembly(
+        self,
+        name: Annotated[str, Arg("Name of the new subassembly, e.g. 'tower'.")],
+        pieces: Annotated[
+            list[int] | None, Arg("Pieces it is made of (default: the whole model).", max_items=4000)
+        ] = None,
+    ) -> ToolResult:
+        """Define a subassembly (an .mpd submodel) from pieces of the model, in the model's frame; place copies of it
+        with place_subassembly or attach_subassembly."""
+        try:
+            sub = self.builder.define(name, pieces)
+        except (BadSelection, ValueError) as exc:
+            return _error("bad_submodel", f"{exc}. Nothing changed.")
+        return ToolResult(
+            f"defined subassembly {sub.describe()}; place it with place_subassembly (its frame is the model's) or "
+            f"attach_subassembly(by='PIECE.GROUP[INDEX]' with the piece ids it was made of)",
+            data={"name": sub.name, "parts": sub.size},
+        )
+
+    @tool(group="bulk")
+    def place_subassembly(
+        self,
+        name: Annotated[str, Arg("A subassembly defined with define_subassembly.")],
+        position: Annotated[list[float], Arg("Where its frame goes: [x, y, z] shift in LDU.", items=3)],
+        rotation_deg_y: Annotated[
+            float, Arg("Turn about the vertical (through its frame's origin), degrees.", -360, 360)
+        ] = 0.0,
+    ) -> ToolResult:
+        """Place a copy (an instance) of a subassembly at a pose; each of its parts is checked, all or nothing."""
+        return self._bulk(self.builder.place_submodel(name, position, yaw=rotation_deg_y))
+
+    @tool(group="bulk")
+    def attach_subassembly(
+        self,
+        name: Annotated[str, Arg("A subassembly defined with define_subassembly.")],
+        to: Annotated[str, Arg("Free connector of the model to fit onto, 'PIECE.GROUP[INDEX]'.")],
+        by: Annotated[
+            str, Arg("The subassembly's free connector, 'PIECE.GROUP[INDEX]' with the piece ids it was made of.")
+        ],
+        yaw: Annotated[float, Arg("Turn about the joint axis, in degrees.", -360, 360)] = 0.0,
+    ) -> ToolResult:
+        """Place an instance of a subassembly by fitting one of its free connectors onto a free connector of the
+        model (an exact joint); each part is checked, all or nothing."""
+        return self._bulk(self.builder.attach_submodel(name, to=to, by=by, yaw=yaw))
+
+    @tool(group="bulk")
+    def list_pieces(
+        self,
+        pieces: Annotated[list[int] | None, Arg("Piece ids to list (default: all).", max_items=4000)] = None,
+        limit: Annotated[int, Arg("How many to list at most.", 1, 500)] = 100,
+    ) -> ToolResult:
+        """The pieces with part, colour, position (LDU) and rotation."""
+        try:
+            rows = self.builder.list_pieces(pieces)
+        except BadSelection as exc:
+            return _error("bad_selection", str(exc))
+        shown = rows[:limit]
+        lines = [f"{len(rows)} piece(s)" + (f", showing {len(shown)}" if len(shown) < len(rows) else "") + ":"]
+        for r in shown:
+            turn = (
+                f"yaw {_fmt(r.yaw)}" if _yaw_only(r.rotation) else "rotation " + " ".join(_fmt(v) for v in r.rotation)
+            )
+            lines.append(f"  #{r.id} {r.part} '{r.name}' {r.colour} at {_xyz(np.array(r.position))} {turn}")
+        return ToolResult("\n".join(lines), data={"pieces": [r.to_json() for r in shown]})
+
+    @tool(group="bulk")
+    def measure(
+        self, pieces: Annotated[list[int] | None, Arg("Piece ids to measure (default: all).", max_items=4000)] = None
+    ) -> ToolResult:
+        """Size and bounds of pieces (default the whole model) in studs, plates and LDU."""
+        try:
+            b = self.builder.measure(pieces)
+        except BadSelection as exc:
+            return _error("bad_selection", str(exc))
+        return ToolResult(f"{b.pieces} piece(s): {b.describe()}", data=b.to_json())
+
+    @tool(group="bulk")
+    def connections(
+        self,
+        pieces: Annotated[
+            list[int] | None, Arg("Piece ids whose joints to list (default: all).", max_items=4000)
+        ] = None,
+        limit: Annotated[int, Arg("How many joined pairs to list at most.", 1, 500)] = 100,
+    ) -> ToolResult:
+        """The connection graph: which pieces are joined, by which connectors, and the groups of joined pieces."""
+        try:
+            edges = self.builder.connections(pieces)
+        except BadSelection as exc:
+            return _error("bad_selection", str(exc))
+        comps = self.assembly.components
+        sizes = [len(c) for c in comps[:10]]
+        lines = [f"{len(edges)} joined pair(s); {len(comps)} group(s) of joined pieces (largest: {sizes})"]
+        for e in edges[:limit]:
+            pairs = ", ".join(f"{a}-{b}" for a, b in e.pairs[:4]) + (" ..." if len(e.pairs) > 4 else "")
+            lines.append(f"  #{e.a} - #{e.b}: {len(e.pairs)} joint(s) ({pairs})")
+        if len(edges) > limit:
+            lines.append(f"  ... and {len(edges) - limit} more")
+        return ToolResult("\n".join(lines), data={"connections": [e.to_json() for e in edges[:limit]]})
+
+    # ----- program tools -------------------------------------------------------------------------------------
+    @tool(group="program")
+    def run_python(
+        self,
+        code: Annotated[
+            str,
+            Arg(
+                "Python code. `model` is the model (a brick_gym Builder): model.add(part, colour, position, yaw=...), "
+                "model.attach(part, colour, to='0.stud[3]', by='hole[0]'), model.copy/move/rotate/mirror/array, "
+                "Builder(name=...) + model.place_submodel/attach_submodel, model.list_pieces(), model.measure(), "
+                "model.free_connectors(piece, group, near), find(words), describe(part), check()."
+            ),
+        ],
+    ) -> ToolResult:
+        """Run a Python program against the model in a sandbox (loops, copies, submodels); its changes persist,
+        a program that fails changes nothing, and errors and refusals come back with their line numbers."""
+        if len(code) > MAX_CODE_CHARS:
+            return _error("out_of_range", f"the program has {len(code)} characters; at most {MAX_CODE_CHARS}")
+        from brick_gym.llm.program import run_program
+
+        result = run_program(self.builder, code, self.limits)
+        return ToolResult(
+            result.text,
+            ok=result.ok,
+            error_kind=result.error_kind,
+            data={"pieces": len(self.assembly), "operations": result.operations, "refusals": result.refusal_count},
+        )
+
+    @tool(group="program")
+    def write_build(
+        self,
+        code: Annotated[
+            str,
+            Arg(
+                "The whole build.py: a top-level build() that returns the model (e.g. a brick_gym Builder, or a "
+                "brickagent Assembly if it imports brickagent)."
+            ),
+        ],
+    ) -> ToolResult:
+        """Deliver a build.py (BrickBench's coding-agent deliverable): it runs in the sandbox now, its model
+        replaces the current one, and the runner rebuilds it from build.py to verify."""
+        if len(code) > MAX_CODE_CHARS:
+            return _error("out_of_range", f"build.py has {len(code)} characters; at most {MAX_CODE_CHARS}")
+        from brick_gym.llm.program import build_model, describe_refusals
+
+        model, built, problems = build_model(
+            code, self.rules, self.limits, strict=self.protocol == "checked", name=self.assembly.name
+        )
+        if model is None:
+            lines = [f"ERROR (program_failed): {built.message}. Nothing changed."]
+            lines += ["refusals:", *describe_refusals(built.refusals, built.refusal_count)] if built.refusals else []
+            lines += ["output:", built.output.rstrip()] if built.output.strip() else []
+            return ToolResult("\n".join(lines), ok=False, error_kind="program_failed")
+        self.builder = model
+        self.build_code = code
+        text = (
+            f"build.py built {len(self.assembly)} piece(s) ({built.api}); it is now the deliverable (the runner "
+            "rebuilds it to verify, so later changes made with other tools are not delivered unless build.py is "
+            "written again)."
+        )
+        if problems:
+            text += " Parts that could not be loaded: " + "; ".join(problems[:10])
+        if built.output.strip():
+            text += "\noutput:\n" + built.output.rstrip()
+        return ToolResult(text, data={"pieces": len(self.assembly), "api": built.api})
+
     # ----- helpers -------------------------------------------------------------------------------------------
+    def _bulk(self, out: Outcome) -> ToolResult:
+        if not out.ok:
+            return self._refused(out)
+        return ToolResult(f"{out.message}. Model: {len(self.assembly)} piece(s).", data={"pieces": list(out.pieces)})
+
     def _stock_note(self, stem: str) -> str:
         if self.rules.inventory is None:
             return ""
@@ -577,7 +941,7 @@ class ToolSession:
         if via is not None and via[0] is not None:
             fitted = f" by its {via[0][0]}[{via[0][1]}] on {via[1]}"
         text = (
-            f"placed {pc.describe()}{fitted} at {_xyz(pc.pose[:3, 3])} yaw {_fmt(_yaw_of(pc.pose))}; {joined}. "
+            f"placed {pc.describe()}{fitted} at {_xyz(pc.pose[:3, 3])} yaw {_fmt(yaw_of(pc.pose))}; {joined}. "
             f"Its connectors: {groups or 'none'}. Model: {len(self.assembly)} piece(s)."
         )
         return ToolResult(text, data={"piece": pc.id, "joints": len(out.joints), "partners": partners})
@@ -609,6 +973,10 @@ def _shorten_groups(description: str, keep: int = 8, limit: int = 24) -> str:
             out.append(line)
     flush()
     return "\n".join(out)
+
+
+def _yaw_only(rotation: tuple[float, ...]) -> bool:
+    return abs(rotation[4] - 1.0) < 1e-9
 
 
 def _colour_arg(colour: str) -> int | str:
@@ -658,6 +1026,56 @@ def _describe_value(v: Any) -> str:
     return f"{kind} {text[:60]}"
 
 
+def _array_words(p: ParamSpec) -> str:
+    return {"number": "a list of numbers", "integer": "a list of integers", "object": "a list of objects"}[p.item_type]
+
+
+def _schema_problem(value: Any, schema: Mapping[str, Any], path: str) -> str | None:
+    """Why ``value`` breaks ``schema`` (the subset tools use: type, properties, required, additionalProperties,
+    items, minItems/maxItems, minimum/maximum), or None; agrees with a JSON Schema validator on that subset."""
+    t = schema.get("type")
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    finite = number and (isinstance(value, int) or math.isfinite(value))
+    checks = {
+        "string": isinstance(value, str),
+        "boolean": isinstance(value, bool),
+        "integer": finite and (isinstance(value, int) or float(value).is_integer()),
+        "number": finite,
+        "array": isinstance(value, list),
+        "object": isinstance(value, dict),
+    }
+    if t is not None and not checks.get(t, True):
+        return f"{path!r} must be {_TYPE_WORDS.get(t, t)}, got {_describe_value(value)}"
+    if t in ("integer", "number"):
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            return f"{path!r} must be between {lo} and {hi}, got {str(value)[:40]}"
+    if t == "array":
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            return f"{path!r} needs at least {schema['minItems']} entries, got {len(value)}"
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            return f"{path!r} takes at most {schema['maxItems']} entries, got {len(value)}"
+        for k, v in enumerate(value):
+            problem = _schema_problem(v, schema.get("items", {}), f"{path}[{k}]")
+            if problem:
+                return problem
+    if t == "object":
+        props = schema.get("properties", {})
+        missing = [k for k in schema.get("required", []) if k not in value]
+        if missing:
+            return f"{path!r} needs {', '.join(map(repr, missing))}"
+        if schema.get("additionalProperties") is False:
+            extra = [k for k in value if k not in props]
+            if extra:
+                return f"{path!r} has unknown key(s) {', '.join(map(repr, extra))}; it takes {', '.join(props)}"
+        for k, v in value.items():
+            if k in props:
+                problem = _schema_problem(v, props[k], f"{path}.{k}")
+                if problem:
+                    return problem
+    return None
+
+
 def _coerce(p: ParamSpec, value: Any) -> tuple[Any, str | None, str | None]:
     """(clean value, error kind, message) for one argument value."""
     t = p.json_type
@@ -674,12 +1092,25 @@ def _coerce(p: ParamSpec, value: Any) -> tuple[Any, str | None, str | None]:
         ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(float(value))
         value = float(value) if ok else value
     elif t == "array":
-        ok = isinstance(value, list) and all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(float(v)) for v in value
-        )
-        if ok and p.arg.items is not None and len(value) != p.arg.items:
+        if not isinstance(value, list):
+            return value, "wrong_type", f"argument {p.name!r} must be {_array_words(p)}, got {_describe_value(value)}"
+        if p.arg.items is not None and len(value) != p.arg.items:
             return value, "wrong_type", f"argument {p.name!r} must list exactly {p.arg.items} numbers, got {len(value)}"
-        value = [float(v) for v in value] if ok else value
+        if p.arg.max_items is not None and len(value) > p.arg.max_items:
+            return (
+                value,
+                "out_of_range",
+                f"argument {p.name!r} takes at most {p.arg.max_items} entries, got {len(value)}",
+            )
+        for k, v in enumerate(value):
+            problem = _schema_problem(v, p.schema()["items"], f"{p.name}[{k}]")
+            if problem:
+                return value, "wrong_type", f"argument {problem}"
+        if p.item_type in ("number", "integer"):
+            try:
+                value = [float(v) if p.item_type == "number" else int(v) for v in value]
+            except OverflowError:
+                return value, "out_of_range", f"argument {p.name!r} holds a number too large to use"
     if not ok:
         return value, "wrong_type", f"argument {p.name!r} must be {_TYPE_WORDS[t]}, got {_describe_value(value)}"
     if t in ("integer", "number"):
@@ -743,7 +1174,7 @@ def _parse_arguments(spec: ToolSpec, arguments: str | Mapping[str, Any] | None) 
 
 
 def _example(spec: ToolSpec) -> str:
-    samples = {"string": "...", "integer": 1, "number": 0, "boolean": False, "array": [0, 0, 0]}
+    samples = {"string": "...", "integer": 1, "number": 0, "boolean": False, "array": []}
     req = {p.name: samples[p.json_type] for p in spec.params if p.required}
     return json.dumps(req)
 
@@ -831,25 +1262,40 @@ TOOL_SPECS: tuple[ToolSpec, ...] = tuple(
 
 _SPECS_BY_NAME = {s.name: s for s in TOOL_SPECS}
 
+TOOLSETS: dict[str, tuple[str, ...]] = {
+    "basic": tuple(s.name for s in TOOL_SPECS if s.group == "basic"),
+    "bulk": tuple(s.name for s in TOOL_SPECS if s.group in ("basic", "bulk")),
+    "program": tuple(s.name for s in TOOL_SPECS),
+}
+"""Named tool sets: ``basic`` (one placement per call), ``bulk`` (+ many per call, copies, mirrors, arrays,
+subassemblies, queries) and ``program`` (+ ``run_python`` and ``write_build``: every tool)."""
 
-def tool_names() -> list[str]:
-    """Names of every tool."""
-    return [s.name for s in TOOL_SPECS]
+
+def tool_names(toolset: str = "program") -> list[str]:
+    """Names of the tools of a tool set (default: every tool)."""
+    if toolset not in TOOLSETS:
+        raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
+    return list(TOOLSETS[toolset])
 
 
-def tool_definitions() -> list[dict[str, Any]]:
+def tool_definitions(toolset: str = "program") -> list[dict[str, Any]]:
     """Provider-neutral definitions ``{"name", "description", "parameters"}`` (what chat clients take)."""
-    return [{"name": s.name, "description": s.description, "parameters": s.parameters_schema()} for s in TOOL_SPECS]
+    names = set(tool_names(toolset))
+    return [
+        {"name": s.name, "description": s.description, "parameters": s.parameters_schema()}
+        for s in TOOL_SPECS
+        if s.name in names
+    ]
 
 
-def openai_tools() -> list[dict[str, Any]]:
+def openai_tools(toolset: str = "program") -> list[dict[str, Any]]:
     """Tools in the OpenAI chat-completions format: ``{"type": "function", "function": {...}}``."""
-    return [{"type": "function", "function": d} for d in tool_definitions()]
+    return [{"type": "function", "function": d} for d in tool_definitions(toolset)]
 
 
-def anthropic_tools() -> list[dict[str, Any]]:
+def anthropic_tools(toolset: str = "program") -> list[dict[str, Any]]:
     """Tools in the Anthropic messages format: ``{"name", "description", "input_schema"}``."""
     return [
         {"name": d["name"], "description": d["description"], "input_schema": d["parameters"]}
-        for d in tool_definitions()
+        for d in tool_definitions(toolset)
     ]

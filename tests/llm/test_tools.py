@@ -25,7 +25,7 @@ def _validator():
     return pytest.importorskip("jsonschema").Draft202012Validator
 
 
-EXPECTED_TOOLS = {
+BASIC_TOOLS = {
     "find_parts",
     "describe_part",
     "free_connectors",
@@ -38,6 +38,22 @@ EXPECTED_TOOLS = {
     "render_views",
     "finish",
 }
+BULK_TOOLS = {
+    "place_parts",
+    "copy_pieces",
+    "move_pieces",
+    "rotate_pieces",
+    "mirror_pieces",
+    "array_pieces",
+    "define_subassembly",
+    "place_subassembly",
+    "attach_subassembly",
+    "list_pieces",
+    "measure",
+    "connections",
+}
+PROGRAM_TOOLS = {"run_python", "write_build"}
+EXPECTED_TOOLS = BASIC_TOOLS | BULK_TOOLS | PROGRAM_TOOLS
 
 
 # ----- schemas ---------------------------------------------------------------------------------------------------
@@ -46,6 +62,7 @@ EXPECTED_TOOLS = {
 def test_every_tool_exported_in_both_formats_with_valid_schemas() -> None:
     Draft202012Validator = _validator()
     assert set(tool_names()) == EXPECTED_TOOLS
+    assert set(tool_names("basic")) == BASIC_TOOLS and set(tool_names("bulk")) == BASIC_TOOLS | BULK_TOOLS
     oa = openai_tools()
     an = anthropic_tools()
     assert [t["function"]["name"] for t in oa] == tool_names() == [t["name"] for t in an]
@@ -275,6 +292,25 @@ def test_exported_schemas_validate_real_calls() -> None:
         "inventory_left": {},
         "render_views": {"views": 4, "size": 512},
         "finish": {},
+        "place_parts": {
+            "placements": [
+                {"part": "3001", "colour": "red", "to": "0.stud[0]", "by": "hole[0]", "yaw": 90},
+                {"part": "3001", "colour": "blue", "position": [0, -24, 0], "axis": [0, 1, 0], "angle": 90},
+            ]
+        },
+        "copy_pieces": {"pieces": [1, 2], "offset": [80, 0, 0], "rotation_deg_y": 90},
+        "move_pieces": {"pieces": [1], "offset": [0, -24, 0]},
+        "rotate_pieces": {"pieces": [1, 2], "degrees": 90, "axis": "y", "about": [0, 0, 0]},
+        "mirror_pieces": {"pieces": [1, 2], "axis": "x", "about": [0, 0, 0], "keep": True},
+        "array_pieces": {"pieces": [1, 2], "count": 5, "step": [4, 0, 0]},
+        "define_subassembly": {"name": "tower", "pieces": [1, 2]},
+        "place_subassembly": {"name": "tower", "position": [100, 0, 0], "rotation_deg_y": 180},
+        "attach_subassembly": {"name": "tower", "to": "0.stud[7]", "by": "1.hole[0]", "yaw": 90},
+        "list_pieces": {"pieces": [1, 2], "limit": 10},
+        "measure": {},
+        "connections": {"pieces": [0]},
+        "run_python": {"code": "model.add('3001', 'red')"},
+        "write_build": {"code": "def build():\n    return Builder()"},
     }
     assert set(samples) == EXPECTED_TOOLS
     Draft202012Validator = _validator()
