@@ -55,6 +55,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     values: dict[str, Any] = {k: getattr(args, k) for k in _EPISODE_FLAGS if getattr(args, k) is not None}
     if args.no_render:
         values["render"] = False
+    if args.program_cpu_seconds is not None:
+        from brick_gym.llm.sandbox import SandboxLimits
+
+        cpu = args.program_cpu_seconds
+        values["program_limits"] = SandboxLimits(cpu_seconds=cpu, wall_seconds=max(2.0 * cpu, cpu + 10.0))
     try:
         config = EpisodeConfig(**values)
         sampling = Sampling(args.temperature, args.max_completion_tokens, args.reasoning_effort)
@@ -220,7 +225,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Re-check ``FOLDER/<task>/model.mpd`` for every task; write ``FOLDER/verification.json``."""
+    """Re-check every task of ``FOLDER`` (its build.py rebuilt in the sandbox, or its model.mpd); write
+    ``FOLDER/verification.json``."""
     from brick_gym.bench.runner import BenchError, load_bench_tasks
     from brick_gym.bench.submission import verify
 
@@ -229,19 +235,27 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if args.tasks:
             expected = [t["id"] for t in load_bench_tasks(args.tasks)]
         result = verify(
-            args.folder, args.setting, args.inventory, expected_ids=expected, stability=not args.no_stability
+            args.folder,
+            args.setting,
+            args.inventory,
+            expected_ids=expected,
+            stability=not args.no_stability,
+            prefer=args.prefer,
         )
     except (BenchError, ValueError, FileNotFoundError) as exc:
         return _fail(str(exc))
     summary = result["summary"]
     if summary["tasks"] == 0:
-        return _fail(f"{args.folder}: no task folders (<task-id>/model.mpd) found")
+        return _fail(f"{args.folder}: no task folders (<task-id>/model.mpd or build.py) found")
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         for task_id, report in result["tasks"].items():
             verdict = "valid" if report["valid"] else "INVALID"
-            print(f"{task_id}: {verdict} ({report.get('pieces', 0)} pieces)")
+            via = Path(report.get("path", "model.mpd")).name + (f", {report['api']}" if report.get("api") else "")
+            print(f"{task_id}: {verdict} ({report.get('pieces', 0)} pieces, from {via})")
+            if report.get("note"):
+                print(f"  note: {report['note']}")
             for issue in report["issues"]:
                 print(f"  [{issue['kind']}] {issue['message']}")
         for task_id in result["missing"]:
@@ -284,6 +298,8 @@ _EPISODE_FLAGS = (
     "keep_images_turns",
     "keep_results_turns",
     "truncated_chars",
+    "protocol",
+    "toolset",
 )
 """``bench run`` options that are :class:`~brick_gym.llm.adapter.EpisodeConfig` fields of the same name."""
 
@@ -332,6 +348,21 @@ def _add_subcommands(sub: Any) -> None:
     p.add_argument("--out", required=True, help="output folder, one per setting (tasks go to OUT/<agent>/<task-id>/)")
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--jobs", type=int, default=1, help="episodes in parallel (worker processes; default 1)")
+    p.add_argument(
+        "--protocol",
+        choices=("checked", "brickbench"),
+        help="checked (default: every placement checked before it lands) or brickbench (placed freely, checked on "
+        "request and at the end, as BrickAgent does); recorded in every result",
+    )
+    p.add_argument(
+        "--toolset",
+        choices=("basic", "bulk", "program"),
+        help="tools offered: basic (one placement per call), bulk (+ lists, copies, mirrors, arrays, subassemblies) "
+        "or program (default: + run_python and write_build in the sandbox)",
+    )
+    p.add_argument(
+        "--program-cpu-seconds", type=float, help="CPU seconds of each run_python / write_build run (default 60)"
+    )
     p.add_argument("--no-render", action="store_true", help="do not render views after each episode")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -371,12 +402,19 @@ def _add_subcommands(sub: Any) -> None:
     p.add_argument("--tasks", action="append", help="task file (repeatable): report its task ids missing from the zip")
     p.set_defaults(func=cmd_submit)
 
-    p = sub.add_parser("verify", help="re-check every <task>/model.mpd of a folder; write verification.json")
+    p = sub.add_parser("verify", help="re-check every task of a folder (build.py rebuilt in the sandbox, or model.mpd)")
     p.add_argument("folder")
     p.add_argument("--setting", required=True, help="model, set, alt-build (or free)")
     p.add_argument("--inventory", help="alt-build inventory (default $BRICKAGENT_SET, else the project's)")
     p.add_argument("--tasks", help="task file: tasks without a folder count as invalid")
     p.add_argument("--no-stability", action="store_true", help="skip the physics test")
+    p.add_argument(
+        "--prefer",
+        choices=("py", "mpd"),
+        default="py",
+        help="which file of a task to check when it has both (default py: build.py rebuilt in the sandbox, as "
+        "BrickBench prefers)",
+    )
     p.add_argument("--json", action="store_true", help="print verification.json")
     p.set_defaults(func=cmd_verify)
 

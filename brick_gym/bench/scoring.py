@@ -74,6 +74,17 @@ class SystemScore:
     cost_usd: float | None = None
     per_task: dict[str, dict[str, Any]] = field(default_factory=dict)
     elo: dict[str, float] | None = None
+    protocols: dict[str, int] = field(default_factory=dict)
+    """How many delivered tasks ran under each building protocol (``checked``, ``brickbench``; ``unknown`` for
+    models without an episode record, e.g. from another tool)."""
+
+    @property
+    def protocol(self) -> str:
+        """The protocol of every delivered task, ``mixed`` when they differ, ``unknown`` when none says."""
+        named = [p for p in self.protocols if p != "unknown"]
+        if not named:
+            return "unknown"
+        return named[0] if len(named) == 1 and "unknown" not in self.protocols else "mixed"
 
     @property
     def valid_fraction(self) -> float:
@@ -86,6 +97,8 @@ class SystemScore:
             "tasks": self.tasks,
             "valid": self.valid,
             "valid_fraction": self.valid_fraction,
+            "protocol": self.protocol,
+            "protocols": self.protocols,
             "vqa": self.vqa,
             "vqa_flat": self.vqa_flat,
             "missing": self.missing,
@@ -231,6 +244,7 @@ class _Entry:
     cost: float | None = None
     issues: int = 0
     source: str = ""
+    protocol: str = "unknown"
 
 
 class _Scorer:
@@ -290,6 +304,7 @@ class _Scorer:
             cost=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
             issues=len(report.get("issues") or []),
             source=source,
+            protocol=str(verification.get("protocol") or "unknown"),
         )
 
     def views(self, system: str, task_id: str, model: Path) -> list[np.ndarray]:
@@ -394,6 +409,8 @@ def score(
             if e.status == "missing":
                 sc.missing.append(task.id)
                 continue
+            sc.per_task[task.id]["protocol"] = e.protocol
+            sc.protocols[e.protocol] = sc.protocols.get(e.protocol, 0) + 1
             costs[s].append(e.cost)
             if e.pieces is not None:
                 pieces[s].append(e.pieces)
@@ -574,17 +591,24 @@ def format_markdown(board: Leaderboard) -> str:
         f"Judge: {board.judge.get('backend')} / {board.judge.get('model')}"
         + (f" @ {board.judge['revision']}" if board.judge.get("revision") else ""),
         "",
-        "| System | Valid | VQA | ELO [lo, hi] | Align ELO | Design ELO | Parts | Cost |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| System | Protocol | Valid | VQA | ELO [lo, hi] | Align ELO | Design ELO | Parts | Cost |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in board.ranked():
         parts = f"{s.mean_pieces:.1f}" if s.mean_pieces is not None else "—"
         cost = f"${s.cost_usd:.2f}" if s.cost_usd is not None else "—"
         lines.append(
-            f"| {s.name} | {s.valid_fraction:.3f} ({s.valid}/{s.tasks}) | {s.vqa:.3f} | {_elo_cell(s.elo, '', True)} "
+            f"| {s.name} | {s.protocol} | {s.valid_fraction:.3f} ({s.valid}/{s.tasks}) | {s.vqa:.3f} "
+            f"| {_elo_cell(s.elo, '', True)} "
             f"| {_elo_cell(s.elo, 'align_', False)} | {_elo_cell(s.elo, 'design_', False)} | {parts} | {cost} |"
         )
-    lines += ["", "Parts: mean pieces per delivered model. Cost: mean USD per task, when known for every task.", ""]
+    lines += [
+        "",
+        "Protocol: checked (every placement checked before it lands) or brickbench (placed freely, checked on "
+        "request and at the end). Parts: mean pieces per delivered model. Cost: mean USD per task, when known for "
+        "every task.",
+        "",
+    ]
     for s in board.ranked():
         extra = []
         if s.missing:

@@ -5,8 +5,10 @@ A submission is one zip of at most :data:`MAX_ZIP_BYTES` holding one folder per 
 assembly). Nothing else may be in it. Tasks missing from the zip count as invalid. The checks here mirror those
 rules; ``build.py`` is only parsed with :mod:`ast`, never executed.
 
-:func:`verify` re-checks a folder of ``<task>/model.mpd`` (from brick_gym, BrickAgent or any other tool) with the
-same code path and verdicts as ``brick-gym check`` and writes ``verification.json`` beside the task folders.
+:func:`verify` re-checks a folder of tasks (from brick_gym, BrickAgent or any other tool) with the same code path
+and verdicts as ``brick-gym check`` and writes ``verification.json`` beside the task folders. A task's ``build.py``
+is preferred, as in BrickBench: it is rebuilt in the sandbox (:mod:`brick_gym.llm.program`; it may import
+``brickagent``), and the model its ``build()`` returns is exported and checked like a ``model.mpd``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "SubmissionError",
     "build_submission",
     "check_model_file",
+    "check_model_text",
     "check_submission",
     "task_folders",
     "verify",
@@ -257,14 +260,14 @@ def check_submission(zip_path: str | os.PathLike[str], expected_ids: Iterable[st
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _unusable_report(message: str, setting: str) -> dict[str, Any]:
+def _unusable_report(message: str, setting: str, kind: str = "parse") -> dict[str, Any]:
     # Same shape and kind as ``brick-gym check --json`` prints for a file it cannot use.
     return {
         "valid": False,
         "setting": setting,
         "pieces": 0,
         "components": 0,
-        "issues": [{"kind": "parse", "pieces": [], "message": message}],
+        "issues": [{"kind": kind, "pieces": [], "message": message}],
     }
 
 
@@ -276,7 +279,6 @@ def check_model_file(path: str | os.PathLike[str], rules: Any, *, stability: boo
     """
     from brick_gym.core.ldraw import LDrawError
     from brick_gym.core.modelfile import load
-    from brick_gym.core.validity import check
 
     try:
         loaded = load(path, rules)
@@ -284,6 +286,24 @@ def check_model_file(path: str | os.PathLike[str], rules: Any, *, stability: boo
         return _unusable_report(str(exc), rules.setting.name)
     except OSError as exc:
         return _unusable_report(f"{path}: {exc.strerror or exc}", rules.setting.name)
+    return _loaded_report(loaded, stability)
+
+
+def check_model_text(text: str, name: str, rules: Any, *, stability: bool = True) -> dict[str, Any]:
+    """:func:`check_model_file` for LDraw text (e.g. the model a ``build.py`` exported)."""
+    from brick_gym.core.ldraw import LDrawError, read_ldraw
+    from brick_gym.core.modelfile import from_model
+
+    try:
+        loaded = from_model(read_ldraw(text, name), rules)
+    except LDrawError as exc:
+        return _unusable_report(str(exc), rules.setting.name)
+    return _loaded_report(loaded, stability)
+
+
+def _loaded_report(loaded: Any, stability: bool) -> dict[str, Any]:
+    from brick_gym.core.validity import check
+
     report = check(loaded.assembly, stability=stability).to_json()
     problems = [{"kind": p.kind, "pieces": [], "message": p.message} for p in loaded.problems]
     if problems:
@@ -293,7 +313,7 @@ def check_model_file(path: str | os.PathLike[str], rules: Any, *, stability: boo
 
 
 def task_folders(folder: str | os.PathLike[str]) -> list[Path]:
-    """Task folders of a run/submission folder: subfolders named like task ids or holding a ``model.mpd``.
+    """Task folders of a run/submission folder: subfolders named like task ids or holding a model.mpd/build.py.
 
     Folders set aside by an interrupted run (``<task>.partial-<n>``) and hidden ones are skipped.
     """
@@ -302,9 +322,29 @@ def task_folders(folder: str | os.PathLike[str]) -> list[Path]:
     for p in sorted(root.iterdir()):
         if not p.is_dir() or p.name.startswith(".") or ".partial-" in p.name:
             continue
-        if TASK_ID.match(p.name) or (p / "model.mpd").is_file():
+        if TASK_ID.match(p.name) or any((p / f).is_file() for f in ALLOWED_FILES):
             out.append(p)
     return out
+
+
+def _rebuilt_report(task_dir: Path, rules: Any, stability: bool, limits: Any) -> dict[str, Any] | None:
+    """The report of a task's ``build.py`` rebuilt in the sandbox; None when the sandbox cannot run here."""
+    from brick_gym.llm.program import rebuild
+    from brick_gym.llm.sandbox import sandbox_problem
+
+    if sandbox_problem() is not None:
+        return None
+    path = task_dir / "build.py"
+    try:
+        code = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        return {"path": path, **_unusable_report(f"{path}: cannot be read ({exc})", rules.setting.name, "build")}
+    built = rebuild(code, limits)
+    if not built.ok or built.mpd is None:
+        report = _unusable_report(f"{path}: {built.message}", rules.setting.name, "build")
+    else:
+        report = check_model_text(built.mpd, "build.mpd", rules, stability=stability)
+    return {"path": path, "api": built.api, "build": built.message, **report}
 
 
 def verify(
@@ -315,11 +355,16 @@ def verify(
     expected_ids: Sequence[str] | None = None,
     stability: bool = True,
     write: bool = True,
+    prefer: str = "py",
+    limits: Any = None,
 ) -> dict[str, Any]:
-    """Re-check every ``<task>/model.mpd`` under ``folder``; write and return ``verification.json``'s content.
+    """Re-check every task under ``folder``; write and return ``verification.json``'s content.
 
-    Each task's entry is exactly the report ``brick-gym check --setting S [--inventory F] --json`` gives for that
-    file (a task folder without ``model.mpd`` is invalid with a ``parse`` issue saying so). With
+    Each task's entry is exactly the report ``brick-gym check --setting S [--inventory F] --json`` gives for its
+    model, plus ``path`` (the file checked). With ``prefer="py"`` (BrickBench's preference) a ``build.py`` is
+    rebuilt in the sandbox and the model its ``build()`` returns is checked; when the sandbox cannot run here the
+    ``model.mpd`` is checked instead and ``note`` says why. ``prefer="mpd"`` checks ``model.mpd`` when there is
+    one. A task folder with neither file is invalid with a ``parse`` issue saying so. With
     ``expected_ids``, ids without a folder are listed under ``missing`` and count as invalid. ``summary`` holds
     the counts and the valid fraction over all tasks. Alt-build without ``inventory`` uses ``$BRICKAGENT_SET``,
     else the project's inventory. Raises ``ValueError`` (``InventoryError``, ``BenchError``) for an unknown
@@ -335,16 +380,30 @@ def verify(
         from brick_gym.bench.runner import resolve_inventory
 
         inventory = resolve_inventory("alt-build", None)  # --inventory, else $BRICKAGENT_SET, else the project's
+    if prefer not in ("py", "mpd"):
+        raise ValueError(f"prefer must be 'py' or 'mpd', got {prefer!r}")
     rules = Rules.for_setting(setting, inventory)
     tasks: dict[str, dict[str, Any]] = {}
     for task_dir in task_folders(root):
-        model = task_dir / "model.mpd"
-        if model.is_file():
-            report = check_model_file(model, rules, stability=stability)
-        else:
-            report = _unusable_report(f"{model}: no model.mpd in this task folder", rules.setting.name)
-        report.pop("timings_s", None)  # wall-clock times would make the file differ between identical runs
-        tasks[task_dir.name] = {"path": str(model.relative_to(root)), **report}
+        model, build = task_dir / "model.mpd", task_dir / "build.py"
+        entry: dict[str, Any] | None = None
+        note = None
+        if build.is_file() and (prefer == "py" or not model.is_file()):
+            entry = _rebuilt_report(task_dir, rules, stability, limits)
+            if entry is None:
+                from brick_gym.llm.sandbox import sandbox_problem
+
+                note = f"build.py not rebuilt ({sandbox_problem()})"
+        if entry is None and model.is_file():
+            entry = {"path": model, **check_model_file(model, rules, stability=stability)}
+        elif entry is None:
+            why = note or f"{model}: no model.mpd or build.py in this task folder"
+            entry = {"path": model, **_unusable_report(why, rules.setting.name)}
+        entry["path"] = str(Path(entry["path"]).relative_to(root))
+        if note:
+            entry["note"] = note
+        entry.pop("timings_s", None)  # wall-clock times would make the file differ between identical runs
+        tasks[task_dir.name] = entry
     missing = [t for t in (expected_ids or []) if t not in tasks]
     total = len(tasks) + len(missing)
     valid = sum(1 for r in tasks.values() if r["valid"])

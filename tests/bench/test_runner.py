@@ -332,8 +332,10 @@ def test_score_two_systems_numbers_by_hand(heuristic_run, tmp_path):
     scores = json.loads((out / "scores.json").read_text())
     assert scores["systems"]["beta"]["valid"] == 2 and scores["systems"]["alpha"]["vqa"] == pytest.approx(0.3)
     md = (out / "leaderboard.md").read_text()
-    assert "| System | Valid | VQA | ELO [lo, hi] | Align ELO | Design ELO | Parts | Cost |" in md
-    assert md.index("| alpha |") < md.index("| beta |")
+    assert "| System | Protocol | Valid | VQA | ELO [lo, hi] | Align ELO | Design ELO | Parts | Cost |" in md
+    assert md.index("| alpha | checked |") < md.index("| beta | checked |")
+    assert scores["systems"]["alpha"]["protocol"] == "checked"
+    assert scores["systems"]["alpha"]["protocols"] == {"checked": alpha.tasks - len(alpha.missing)}
     assert (out / "leaderboard.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "views" / "beta" / "model-002" / "view_7_left.png").is_file()  # rendered, run folder untouched
     assert not (b / "model-002" / "views").exists()
