@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages brick_gym needs beyond pip: Mesa's EGL + OpenGL runtime, so the moderngl
-# renderer can make a headless (surfaceless, GPU-less) OpenGL context on llvmpipe. Idempotent: packages already
+# renderer can make a headless (surfaceless, GPU-less) OpenGL context on llvmpipe, and bubblewrap, the sandbox
+# that agents' programs (run_python, build.py) run in. Idempotent: packages already
 # installed are skipped and apt is not touched at all when nothing is missing. Runs as root, or through sudo.
 #
 #   scripts/install-system-deps.sh            install what is missing
@@ -12,6 +13,7 @@ PACKAGES=(
   libgl1           # libGL.so.1: OpenGL dispatch, loaded by moderngl's glcontext
   libegl-mesa0     # Mesa's EGL implementation (registers the software device used headless)
   libgl1-mesa-dri  # Mesa drivers, including llvmpipe (software rasteriser)
+  bubblewrap       # bwrap: unprivileged namespaces for the program sandbox (brick_gym/llm/sandbox.py)
 )
 
 check_only=0
@@ -27,6 +29,7 @@ say() { echo "[install-system-deps] $*"; }
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   say "no dpkg/apt-get here (not Debian or Ubuntu): install Mesa's EGL and OpenGL libraries with your package"
   say "manager (e.g. mesa-libEGL mesa-libGL on Fedora, mesa on Arch); brick_gym falls back to its software renderer"
+  say "and bubblewrap (the package is called bubblewrap almost everywhere): without it run_python is refused"
   exit 0
 fi
 
