@@ -88,6 +88,7 @@ def _connectors_match(src: Part, dst: Part, r: np.ndarray, t: np.ndarray) -> boo
     a, b = _connector_table(src), _connector_table(dst)
     if a.keys() != b.keys():
         return False
+    two_way = {g for g, conns in src.groups.items() if conns[0].family in ("axle", "hinge")}
     for group, (pos, axis) in a.items():
         moved, turned = pos @ r.T + t, axis @ r.T
         other_pos, other_axis = b[group]
@@ -96,7 +97,10 @@ def _connectors_match(src: Part, dst: Part, r: np.ndarray, t: np.ndarray) -> boo
         dist, idx = cKDTree(other_pos).query(moved, distance_upper_bound=CONNECTOR_TOLERANCE_LDU)
         if not np.all(np.isfinite(dist)) or len(set(idx.tolist())) != len(idx):
             return False
-        if np.any(np.einsum("ij,ij->i", turned, other_axis[idx]) < 0.9999):
+        dots = np.einsum("ij,ij->i", turned, other_axis[idx])
+        if group in two_way:
+            dots = np.abs(dots)  # axles, clips and hinges pair either way round
+        if np.any(dots < 0.9999):
             return False
     return True
 

@@ -148,7 +148,10 @@ def measure(assembly: Assembly, pieces: Iterable[int] | None = None) -> Bounds:
         corners.append(box @ p.pose[:3, :3].T + p.pose[:3, 3])
     allc = np.concatenate(corners)
     lo, hi = allc.min(axis=0), allc.max(axis=0)
-    return Bounds(tuple(_clean(v) for v in lo), tuple(_clean(v) for v in hi), len(ids))  # type: ignore[arg-type]
+    # The stored meshes are quantised to about 0.002 LDU: bounds to 0.01 LDU say what is real.
+    low = tuple(round(float(v), 2) + 0.0 for v in lo)
+    high = tuple(round(float(v), 2) + 0.0 for v in hi)
+    return Bounds(low, high, len(ids))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

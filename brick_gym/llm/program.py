@@ -264,7 +264,11 @@ def run_program(builder: Builder, code: str, limits: SandboxLimits | None = None
     builder.structure = structure
     after = len(builder)
     n_ops = len(ops) if isinstance(ops, list) else 0
-    head = f"ok: {n_ops} change(s) applied; the model has {after} piece(s) (was {before})"
+    kinds = {k: sum(1 for op in ops if op.get("op") == k) for k in ("place", "remove", "undo")}
+    done = ", ".join(
+        f"{n} {verb}" for verb, n in zip(("placed", "removed", "undone"), kinds.values(), strict=True) if n
+    )
+    head = f"ok: the model has {after} piece(s) (was {before}; {done or 'no changes'})"
     if count:
         head += f"; {count} refused placement(s) changed nothing"
     lines = [head + ".", *_tail(output, refusals, count)]

@@ -1,0 +1,70 @@
+"""Poses for any rotation: exact quarter turns, axis-angle and matrices, refusals that say why, and placements at
+any rotation that keep the exact-fit check."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brick_gym.core import connectors as cx
+from brick_gym.core.builder import Builder
+from brick_gym.core.poses import at, pose, rotation, rotation_from_matrix, translation, yaw_of
+
+
+def test_quarter_turns_are_exact_and_match_ldraw_yaw() -> None:
+    r = rotation("y", 90)
+    assert set(np.unique(r)) <= {-1.0, 0.0, 1.0}
+    np.testing.assert_array_equal(r[:3, :3], [[0, 0, 1], [0, 1, 0], [-1, 0, 0]])
+    np.testing.assert_array_equal(rotation([0, 0, 2], 180)[:3, :3], np.diag([-1.0, -1.0, 1.0]))
+    assert yaw_of(rotation("y", 270)) == 270.0
+    np.testing.assert_array_equal(at(1, -3, 2)[:3, 3], [20.0, -24.0, 40.0])
+    np.testing.assert_array_equal(translation(1, 2, 3)[:3, 3], [1.0, 2.0, 3.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    axis=st.tuples(*[st.floats(-10, 10, allow_nan=False)] * 3).filter(lambda v: math.hypot(*v) > 1e-3),
+    degrees=st.floats(-720, 720, allow_nan=False),
+)
+def test_any_axis_angle_is_a_proper_rotation_and_inverts(axis: tuple[float, float, float], degrees: float) -> None:
+    r = rotation(axis, degrees)
+    np.testing.assert_allclose(r[:3, :3].T @ r[:3, :3], np.eye(3), atol=1e-12)
+    assert np.linalg.det(r[:3, :3]) == pytest.approx(1.0)
+    np.testing.assert_allclose(r @ rotation(axis, -degrees), np.eye(4), atol=1e-12)
+    u = np.asarray(axis) / np.linalg.norm(axis)
+    np.testing.assert_allclose(r[:3, :3] @ u, u, atol=1e-12)  # the axis stays put
+
+
+def test_matrices_are_snapped_or_refused_with_a_reason() -> None:
+    few_decimals = [[0.7071, 0, 0.7071], [0, 1, 0], [-0.7071, 0, 0.7071]]
+    with pytest.raises(ValueError, match="not a rotation"):
+        rotation_from_matrix(few_decimals)  # off by 1e-4: not within the tolerance
+    snapped = rotation_from_matrix(np.round(rotation("x", 30)[:3, :3], 9))
+    np.testing.assert_allclose(snapped, rotation("x", 30), atol=1e-9)
+    assert set(np.unique(rotation_from_matrix([0, 0, 1, 0, 1, 0, -1, 0, 1e-9]))) <= {-1.0, 0.0, 1.0}
+    with pytest.raises(ValueError, match="mirrors"):
+        rotation_from_matrix(np.diag([-1.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="3x3"):
+        rotation_from_matrix([1, 2, 3])
+    with pytest.raises(ValueError, match="one rotation"):
+        pose((0, 0, 0), yaw=90, axis="x", angle=10)
+    with pytest.raises(ValueError, match="finite"):
+        pose((0, math.inf, 0))
+
+
+def test_a_part_at_any_rotation_keeps_the_exact_fit_check() -> None:
+    """A brick tilted about an arbitrary axis, and a brick attached to it: the joint is exact (residual ~0)."""
+    m = Builder()
+    tilted = m.add("3001", "red", (5.0, -40.0, 3.0), axis=(1, 2, 0.5), angle=37.0)
+    assert tilted.ok, tilted.message
+    on_top = m.attach("3001", "blue", to=f"{tilted.piece}.stud[0]", by="hole[0]", yaw=90)
+    assert on_top.ok and on_top.joints and all(j.residual <= cx.EXACT_TOLERANCE for j in on_top.joints)
+    np.testing.assert_allclose(m[on_top.piece].pose[:3, 1], m[tilted.piece].pose[:3, 1], atol=1e-12)
+    by_matrix = m.add("3001", "green", (300.0, 0.0, 0.0), matrix=rotation("z", 90)[:3, :3].ravel().tolist())
+    assert by_matrix.ok and np.array_equal(m[by_matrix.piece].pose[:3, :3], rotation("z", 90)[:3, :3])
+    refused = m.add("3001", "green", (600.0, 0.0, 0.0), matrix=np.diag([1.0, 1.0, -1.0]))
+    assert not refused.ok and refused.reason == "bad_pose" and "mirror" in refused.message
