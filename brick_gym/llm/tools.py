@@ -263,6 +263,15 @@ _REFUSAL_HINTS = {
 }
 
 
+_BULK_HINTS = {
+    "collision": "try another offset, turn or selection (measure and list_pieces show where things are)",
+    "bad_selection": "list_pieces shows the piece ids in the model",
+    "no_mirror": "leave that part out of the selection, or use a symmetric part",
+    "bad_submodel": "define_subassembly(name, pieces) defines one; names must be new",
+    "bad_pose": "offsets are [x, y, z] in LDU; array steps are whole studs and plates",
+}
+
+
 def _fmt(v: float) -> str:
     return f"{round(float(v), 3) + 0.0:g}"
 
@@ -908,7 +917,7 @@ class ToolSession:
     # ----- helpers -------------------------------------------------------------------------------------------
     def _bulk(self, out: Outcome) -> ToolResult:
         if not out.ok:
-            return self._refused(out)
+            return self._refused(out, _BULK_HINTS)
         return ToolResult(f"{out.message}. Model: {len(self.assembly)} piece(s).", data={"pieces": list(out.pieces)})
 
     def _stock_note(self, stem: str) -> str:
@@ -919,9 +928,10 @@ class ToolSession:
             return "  [none left in the inventory]"
         return "  [left: " + ", ".join(f"{colour_name(c)} {'any' if n is None else n}" for c, n in left) + "]"
 
-    def _refused(self, out: Any) -> ToolResult:
-        hint = _REFUSAL_HINTS.get(out.reason or "", "")
-        text = f"{out.message}. Nothing changed." + (f" Hint: {hint}." if hint else "")
+    def _refused(self, out: Any, hints: Mapping[str, str] = _REFUSAL_HINTS) -> ToolResult:
+        hint = hints.get(out.reason or "", _REFUSAL_HINTS.get(out.reason or "", ""))
+        said = "nothing was" in out.message.lower()
+        text = out.message + ("." if said else ". Nothing changed.") + (f" Hint: {hint}." if hint else "")
         return _error(out.reason or "refused", text, label="REFUSED", pieces=list(out.pieces))
 
     def _placed(self, out: Any, via: tuple[Any, Any] | None = None) -> ToolResult:
