@@ -1,6 +1,6 @@
 """Coding-agent episodes over the real HTTP path: an OpenAI-compatible server on loopback replays a scripted model
 that builds with run_python. A 1,000-part castle is valid in at most 10 tool calls; a 4,000-part Set model is valid
-well within 300 turns (slow; a 400-part variant runs in the default suite)."""
+well within 300 turns (slow; a 408-part variant runs in the default suite)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from brick_gym.llm.clients import OpenAIChatClient
 from brick_gym.llm.sandbox import SandboxLimits, sandbox_problem
 
 
-def castle_steps(courses: int) -> list[str]:
-    """A castle on a 32x32 baseplate, one run_python program per step: curtain wall (one side, then a mirror, a
-    turned copy and its mirror), four corner towers from one submodel, and a keep; ~75 pieces per course."""
+def castle_steps(courses: int, towers: int, keep: int) -> list[str]:
+    """A castle on a 32x32 baseplate, one run_python program per step: a curtain wall of ``courses`` (one side,
+    then a mirror, a turned copy and its mirror), four corner towers of ``towers`` courses from one submodel, and a
+    keep of ``keep`` courses."""
     wall = f"""
 base = model.add("3811", "dark bluish grey")  # 32x32 baseplate; its studs at x, z = -310 .. 310
 south = []
@@ -39,9 +40,9 @@ east = model.copy(south, (0, 0, 0), degrees=90, about=(0, 0, 0))
 west = model.mirror(list(east.pieces), "x", about=(0, 0, 0))
 print(north.message, east.message, west.message, sep="\\n")
 """
-    towers = f"""
+    tower = f"""
 tower = Builder(name="tower")
-for c in range({courses + 4}):
+for c in range({towers}):
     for dx in (-20, 20):
         for dz in (-20, 20):
             tower.add("3003", "dark bluish grey", (dx, -24 * (c + 1), dz))
@@ -49,20 +50,24 @@ for x in (-280, 280):
     for z in (-280, 280):
         print(model.place_submodel(tower, (x, 0, z)).message)
 """
-    keep = """
-for c in range(12):
+    central = f"""
+for c in range({keep}):
     for dx in (-40, 0, 40):
         for dz in (-40, 0, 40):
             model.add("3003", "tan", (dx, -24 * (c + 1), dz))
 print(model.measure().describe())
 len(model)
 """
-    return [wall, sides, towers, keep]
+    return [wall, sides, tower, central]
 
 
-def castle_pieces(courses: int) -> int:
+def castle_pieces(courses: int, towers: int, keep: int) -> int:
     per_wall = sum(11 if c % 2 == 0 else 12 for c in range(courses))
-    return 1 + 4 * per_wall + 4 * 4 * (courses + 4) + 9 * 12
+    return 1 + 4 * per_wall + 4 * 4 * towers + 9 * keep
+
+
+CASTLE = (14, 16, 11)
+"""Courses of the wall, the towers and the keep of the 1,000-part castle."""
 
 
 @pytest.fixture
@@ -105,34 +110,31 @@ def _assert_delivered(result, tmp_path: Path, pieces: int) -> None:
 
 
 def test_a_1000_part_castle_in_six_tool_calls(sandboxed, loopback, completion, tmp_path: Path) -> None:
-    courses = 14
-    assert castle_pieces(courses) >= 1000
-    result, received = _episode(loopback, completion, tmp_path, _program_plan(castle_steps(courses)), "set", "set-001")
-    _assert_delivered(result, tmp_path, castle_pieces(courses))
+    assert castle_pieces(*CASTLE) == 1000
+    result, received = _episode(loopback, completion, tmp_path, _program_plan(castle_steps(*CASTLE)), "set", "set-001")
+    _assert_delivered(result, tmp_path, 1000)
     assert result.tool_calls == 6 <= 10 and len(received) == 6
     assert "run_python" in {t["function"]["name"] for t in received[0]["tools"]}
 
 
-def test_a_400_part_set_model_in_a_few_turns(sandboxed, loopback, completion, tmp_path: Path) -> None:
+def test_a_408_part_set_model_in_a_few_turns(sandboxed, loopback, completion, tmp_path: Path) -> None:
     """The fast variant of the 4,000-part test below: the same castle, shorter."""
-    courses = 4
-    assert 400 <= castle_pieces(courses) < 1000
-    result, _ = _episode(loopback, completion, tmp_path, _program_plan(castle_steps(courses)), "set", "set-002")
-    _assert_delivered(result, tmp_path, castle_pieces(courses))
+    small = (4, 10, 7)
+    assert castle_pieces(*small) == 408
+    result, _ = _episode(loopback, completion, tmp_path, _program_plan(castle_steps(*small)), "set", "set-002")
+    _assert_delivered(result, tmp_path, castle_pieces(*small))
 
 
 @pytest.mark.slow
 def test_a_4000_part_set_model_within_300_turns(sandboxed, loopback, completion, tmp_path: Path) -> None:
-    """Four castles of 977 pieces on four baseplates: one built, defined as a submodel, and placed three more times."""
-    courses = 13
-    assert 4 * castle_pieces(courses) <= 4000
+    """Four 1,000-part castles on four baseplates: one built, defined as a submodel, and placed three more times."""
     more = """
 castle = model.define("castle")
 for x, z in ((660, 0), (0, 660), (660, 660)):
     print(model.place_submodel(castle, (x, 0, z)).message)
 len(model)
 """
-    plan = _program_plan([*castle_steps(courses), more])
+    plan = _program_plan([*castle_steps(*CASTLE), more])
     result, received = _episode(loopback, completion, tmp_path, plan, "set", "set-003")
     assert result.valid, result.report
-    assert result.pieces == 4 * castle_pieces(courses) and result.turns <= 300 and len(received) == len(plan)
+    assert result.pieces == 4000 and result.turns == len(received) == len(plan) <= 300
