@@ -18,6 +18,7 @@ vertical), ``axis`` + ``angle`` or a 3×3 ``matrix``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -83,7 +84,8 @@ _PLACEMENT_KEYS = frozenset(
 def placement_from_mapping(item: Mapping[str, Any]) -> Placement:
     """A Placement from ``{"part", "colour", "to", "by", "yaw", "flip", "slide"}`` (by connectors) or
     ``{"part", "colour", "position", "yaw" | "axis"+"angle" | "matrix"}`` (by pose); :class:`BadPlacement` says
-    what is wrong."""
+    what is wrong. Without ``by`` the source is left None: :meth:`Builder.place_many` then takes the new part's
+    first connector that fits the target (:meth:`Builder.first_fit`)."""
     if not isinstance(item, Mapping):
         raise BadPlacement("bad_pose", f"a placement is an object with 'part' and 'colour', got {type(item).__name__}")
     extra = sorted(set(item) - _PLACEMENT_KEYS)
@@ -109,8 +111,8 @@ def placement_from_mapping(item: Mapping[str, Any]) -> Placement:
             target = ConnectorRef.parse(item["to"])
         except ValueError as exc:
             raise BadPlacement("bad_connector", str(exc)) from None
-        source = _source(item.get("by", "hole[0]"))
-        if source is None:
+        source = None if item.get("by") is None else _source(item["by"])
+        if source is None and item.get("by") is not None:
             raise BadPlacement("bad_connector", f"bad 'by' {item.get('by')!r}: write it as 'GROUP[INDEX]' ('hole[0]')")
         flip = item.get("flip", False)
         if not isinstance(flip, bool):
@@ -197,22 +199,41 @@ class Builder:
         colour: int | str | None = None,
         *,
         to: ConnectorRef | str | tuple,
-        by: ConnectorRef | tuple[str, int] | str = "hole[0]",
+        by: ConnectorRef | tuple[str, int] | str | None = None,
         yaw: float = 0.0,
         flip: bool = False,
         slide: float = 0.0,
         rotation: tuple[float, float, float] | None = None,
     ) -> Outcome:
-        """Place a part by an exact connector fit: its connector ``by`` (``GROUP[INDEX]``) on the model's free
-        connector ``to``, turned ``yaw`` degrees about the joint. A submodel's ``by`` is ``PIECE.GROUP[INDEX]``."""
+        """Place a part by an exact connector fit: its connector ``by`` (``GROUP[INDEX]``; default: its first
+        connector that fits ``to``) on the model's free connector ``to``, turned ``yaw`` degrees about the joint.
+        A submodel's ``by`` is ``PIECE.GROUP[INDEX]`` (required)."""
         if isinstance(part, Submodel | Builder):
+            if by is None:
+                return _refuse("bad_connector", "attaching a submodel needs by='PIECE.GROUP[INDEX]' (one of its own)")
             return self.attach_submodel(part, to=to, by=by, yaw=yaw, flip=flip, slide=slide)
         if colour is None:
             return _refuse("unknown_colour", f"attach({part!r}): give a colour, e.g. 'red' or an LDraw code")
-        source = _source(by) if not isinstance(by, ConnectorRef) else None
+        source = self.first_fit(part, to) if by is None else _source(by) if not isinstance(by, ConnectorRef) else None
         if source is None:
-            return _refuse("bad_connector", f"bad 'by' connector {by!r}: write it as 'GROUP[INDEX]', e.g. 'hole[0]'")
+            what = f"bad 'by' connector {by!r}: write it as 'GROUP[INDEX]', e.g. 'hole[0]'"
+            return _refuse("bad_connector", what if by is not None else f"no connector of {part!r} fits {to}")
         return self.assembly.attach(part, colour, to=to, by=source, yaw=yaw, flip=flip, slide=slide, rotation=rotation)
+
+    def first_fit(self, part: str | int, to: ConnectorRef | str | tuple) -> tuple[str, int] | None:
+        """The new part's first connector (BrickNet order) that can mate the model's connector ``to``; None when
+        none can (or the part or the target is unknown)."""
+        from brick_gym.core.catalog import UnknownPart, catalog
+        from brick_gym.core.connectors import mates
+
+        try:
+            target = ConnectorRef.parse(to)
+            host = self.assembly[target.piece].part.connector(target.group, target.index)
+            new = catalog().resolve(part)
+        except (UnknownPart, KeyError, IndexError, ValueError, TypeError):
+            return None
+        first = next((c for c in new.connectors if mates(host, c)), None)
+        return None if first is None else (first.group, first.group_index)
 
     def place(self, placement: Placement) -> Outcome:
         """Place a :class:`Placement` (checked)."""
@@ -235,8 +256,17 @@ class Builder:
             except BadPlacement as exc:
                 out.append(_refuse(exc.reason, f"placement {k}: {exc}"))
                 continue
-            out.append(self.assembly.place(p))
+            out.append(self.place_filled(p))
         return out
+
+    def place_filled(self, placement: Placement) -> Outcome:
+        """Place a placement whose connector ``source`` may be None (then: the first that fits the target)."""
+        if placement.target is not None and placement.source is None:
+            source = self.first_fit(placement.part, placement.target)  # type: ignore[arg-type]
+            if source is None:
+                return _refuse("no_mate", f"no connector of {placement.part!r} fits {placement.target}")
+            placement = dataclasses.replace(placement, source=source)
+        return self.assembly.place(placement)
 
     def remove(self, piece: int) -> Outcome:
         """Take a piece out (its joints go with it)."""

@@ -84,9 +84,8 @@ class SandboxRun:
 
 
 def _package_dir() -> Path:
-    import brick_gym
-
-    return Path(brick_gym.__file__).resolve().parent
+    """The brick_gym package folder (this file is ``brick_gym/llm/sandbox.py``)."""
+    return Path(__file__).resolve().parents[1]
 
 
 def _python_dirs() -> list[Path]:

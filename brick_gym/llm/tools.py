@@ -306,7 +306,10 @@ PLACEMENT_SCHEMA: dict[str, Any] = {
         "part": {"type": "string", "description": "Part number or name."},
         "colour": {"type": "string", "description": "Colour name or LDraw code."},
         "to": {"type": "string", "description": "By connector: the model's free connector 'PIECE.GROUP[INDEX]'."},
-        "by": {"type": "string", "description": "By connector: the new part's connector 'GROUP[INDEX]' (hole[0])."},
+        "by": {
+            "type": ["string", "null"],
+            "description": "By connector: the new part's connector 'GROUP[INDEX]'; omitted: its first that fits.",
+        },
         "yaw": {"type": "number", "description": "Turn in degrees (about the joint, or about the vertical)."},
         "flip": {"type": "boolean", "description": "By connector: turn the part around (axles, hinges)."},
         "slide": {"type": "number", "description": "By connector: shift along an axle, LDU."},
@@ -673,7 +676,7 @@ class ToolSession:
         lines, results = [], []
         for k, item in enumerate(placements):
             try:
-                out = self.assembly.place(placement_from_mapping(item))
+                out = self.builder.place_filled(placement_from_mapping(item))
             except BadPlacement as exc:
                 out = Outcome(False, exc.reason, str(exc))
             results.append({"ok": out.ok, "piece": out.piece, "reason": out.reason})
@@ -1054,6 +1057,10 @@ def _schema_problem(value: Any, schema: Mapping[str, Any], path: str) -> str | N
         "array": isinstance(value, list),
         "object": isinstance(value, dict),
     }
+    if isinstance(t, list):
+        if value is None and "null" in t:
+            return None
+        t = next((x for x in t if x != "null"), None)
     if t is not None and not checks.get(t, True):
         return f"{path!r} must be {_TYPE_WORDS.get(t, t)}, got {_describe_value(value)}"
     if t in ("integer", "number"):
