@@ -19,6 +19,7 @@ _compat.install()
 
 _LAZY = {
     "Assembly": "brick_gym.core.assembly",
+    "Builder": "brick_gym.core.builder",
     "ConnectorRef": "brick_gym.core.assembly",
     "Placement": "brick_gym.core.assembly",
     "Outcome": "brick_gym.core.assembly",
