@@ -35,6 +35,9 @@ PROGRAM_FILE = "<run_python>"
 BUILD_FILE = "build.py"
 SHOWN_REFUSALS = 20
 """Refusals listed in a program's result text (the rest are counted)."""
+MAX_OPERATIONS = 20_000
+"""Most changes (placements, removals, undos) one program may make: the host replays each through its checks, so
+this bounds the host's time as the sandbox's limits bound the program's (a 4,000-part model needs 4,000)."""
 
 
 @dataclass
@@ -252,6 +255,11 @@ def run_program(builder: Builder, code: str, limits: SandboxLimits | None = None
         lines += _tail(output, refusals, count)
         return ProgramResult(False, "\n".join(lines), "program_failed", error, pieces_after=before, **common)
     ops = data.get("ops")
+    if isinstance(ops, list) and len(ops) > MAX_OPERATIONS:
+        text = (
+            f"ERROR (program_failed): the program made {len(ops)} changes, more than the {MAX_OPERATIONS} one call may"
+        )
+        return ProgramResult(False, f"{text}. {unchanged}", "program_failed", **common, pieces_after=before)
     try:
         structure = Structure.from_json(data.get("structure") or {"definitions": [], "instances": []})
     except ValueError as exc:

@@ -136,6 +136,14 @@ def test_replay_of_any_operation_list_never_crashes(operations) -> None:
     assert verdict is None or isinstance(verdict, str)
 
 
+def test_the_number_of_changes_per_call_is_bounded(sandboxed: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(program, "MAX_OPERATIONS", 5)
+    m = Builder()
+    result = run_program(m, "for i in range(6):\n    model.add('3001', 'red', (100 * i, 0, 0))")
+    assert not result.ok and "made 6 changes, more than the 5 one call may" in result.text and len(m) == 0
+    assert run_program(m, "for i in range(5):\n    model.add('3001', 'red', (100 * i, 0, 0))").ok and len(m) == 5
+
+
 def test_brickbench_protocol_lets_programs_place_freely(sandboxed: None) -> None:
     s = ToolSession("model", protocol="brickbench")
     result = s.call("run_python", {"code": "model.add('3001', 'red')\nmodel.add('3001', 'blue')"})

@@ -7,6 +7,7 @@ reason (it runs on the project's machines)."""
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -110,5 +111,19 @@ def test_refusal_when_bubblewrap_is_missing(monkeypatch: pytest.MonkeyPatch) -> 
         assert not result.ok and result.error_kind == "sandbox_unavailable"
         assert "bubblewrap (bwrap) is not installed" in result.text and "Nothing was run" in result.text
         assert len(m) == 0
+    finally:
+        sandbox.sandbox_problem.cache_clear()
+
+
+def test_refusal_when_user_namespaces_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = subprocess.CompletedProcess([], 1, b"", b"bwrap: No permissions to creating new namespace\n")
+    monkeypatch.setattr(sandbox.subprocess, "run", lambda *a, **k: refused)
+    sandbox.sandbox_problem.cache_clear()
+    try:
+        problem = sandbox_problem()
+        assert problem is not None and "No permissions to creating new namespace" in problem
+        assert "user namespaces" in problem
+        result = run_program(Builder(), "pass")
+        assert not result.ok and result.error_kind == "sandbox_unavailable" and "user namespaces" in result.text
     finally:
         sandbox.sandbox_problem.cache_clear()
