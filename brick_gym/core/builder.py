@@ -27,6 +27,7 @@ import numpy as np
 
 from brick_gym.core import bulk, queries, subassembly
 from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Piece, Placement
+from brick_gym.core.catalog import Connector
 from brick_gym.core.poses import pose as make_pose
 from brick_gym.core.rules import Rules
 from brick_gym.core.subassembly import Structure, Submodel
@@ -220,9 +221,9 @@ class Builder:
             return _refuse("bad_connector", what if by is not None else f"no connector of {part!r} fits {to}")
         return self.assembly.attach(part, colour, to=to, by=source, yaw=yaw, flip=flip, slide=slide, rotation=rotation)
 
-    def first_fit(self, part: str | int, to: ConnectorRef | str | tuple) -> tuple[str, int] | None:
-        """The new part's first connector (BrickNet order) that can mate the model's connector ``to``; None when
-        none can (or the part or the target is unknown)."""
+    def fitting(self, part: str | int, to: ConnectorRef | str | tuple) -> list[Connector] | None:
+        """The new part's connectors (BrickNet order) that can mate the model's connector ``to``; None when the part
+        or the target is unknown."""
         from brick_gym.core.catalog import UnknownPart, catalog
         from brick_gym.core.connectors import mates
 
@@ -232,8 +233,12 @@ class Builder:
             new = catalog().resolve(part)
         except (UnknownPart, KeyError, IndexError, ValueError, TypeError):
             return None
-        first = next((c for c in new.connectors if mates(host, c)), None)
-        return None if first is None else (first.group, first.group_index)
+        return [c for c in new.connectors if mates(host, c)]
+
+    def first_fit(self, part: str | int, to: ConnectorRef | str | tuple) -> tuple[str, int] | None:
+        """The new part's first connector that can mate ``to``, as ``(group, index)``; None when none can."""
+        fits = self.fitting(part, to)
+        return (fits[0].group, fits[0].group_index) if fits else None
 
     def place(self, placement: Placement) -> Outcome:
         """Place a :class:`Placement` (checked)."""

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from brick_gym.core import connectors as cx
-from brick_gym.core.catalog import Part
+from brick_gym.core.catalog import Connector, Part
 from brick_gym.core.collision import BoxGrid
 
 NONE, STUD, HINGE, BALL, FIXED, FIXED_ORIENTED, AXLE = range(7)
@@ -30,11 +30,24 @@ _type_list: list = []
 
 
 def _type_code(conn) -> int:
-    key = (conn.kind, conn.subtype, conn.polarity)
+    key = _type_key(conn)
     code = _types.get(key)
     if code is None:
         code = _types[key] = len(_type_list)
         _type_list.append(conn)
+    return code
+
+
+def _type_key(conn) -> tuple[str, str, str | None]:
+    return (conn.kind, conn.subtype, conn.polarity)
+
+
+def _code_of_key(key: tuple[str, str, str | None]) -> int:
+    """This process's code of a connector type named by its key (registered on first sight)."""
+    code = _types.get(key)
+    if code is None:
+        kind, subtype, polarity = key
+        code = _type_code(Connector(0, kind, subtype, polarity, 0, 0.0, np.eye(4)))
     return code
 
 
@@ -171,6 +184,26 @@ class ConnectorGrid:
         self._slots: dict[int, list[int]] = {}
         self._cells: dict[tuple[int, int, int], list[int]] = {}
         self._axles = BoxGrid(GRID_CELL)
+
+    def __getstate__(self) -> dict:
+        """Type codes are numbered per process in order of first use, so a pickle names the connector types in
+        the table instead (another process numbers them its own way when it loads the grid)."""
+        state = {k: v for k, v in self.__dict__.items() if k != "_last_rows"}
+        table = self._table.copy()
+        codes = table[: self._size, 8].astype(np.int64)
+        used = np.unique(codes)
+        table[: self._size, 8] = np.searchsorted(used, codes)
+        state["_table"] = table
+        state["_type_keys"] = [_type_key(_type_list[code]) for code in used.tolist()]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        keys = state.pop("_type_keys")
+        self.__dict__.update(state)
+        if keys:
+            codes = np.array([_code_of_key(tuple(k)) for k in keys], dtype=float)
+            size = self._size
+            self._table[:size, 8] = codes[self._table[:size, 8].astype(int)]
 
     def _allocate(self, n: int) -> list[int]:
         take = [self._free.pop() for _ in range(min(n, len(self._free)))]

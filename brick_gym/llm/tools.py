@@ -554,15 +554,13 @@ class ToolSession:
     def _first_fit(self, part: str, target: ConnectorRef) -> tuple[tuple[str, int] | None, str]:
         """The new part's first connector that can mate ``target`` and a note saying so, for ``by`` omitted;
         (None, "") when the part or target is unknown (the placement then says what is wrong)."""
-        from brick_gym.core.catalog import UnknownPart, catalog
-        from brick_gym.core.connectors import mates
+        from brick_gym.core.catalog import catalog
 
-        try:
-            new = catalog().resolve(part)
-            host = self.assembly[target.piece].part.connector(target.group, target.index)
-        except (UnknownPart, KeyError, IndexError, ValueError, TypeError):
+        fits = self.builder.fitting(part, target)
+        if fits is None:
             return None, ""
-        fits = [c for c in new.connectors if mates(host, c)]
+        new = catalog().resolve(part)
+        host = self.assembly[target.piece].part.connector(target.group, target.index)
         if not fits:
             have = ", ".join(sorted(new.groups)) or "none"
             return None, f"by was not given and no connector of {new.stem} fits a {host.group} (it has: {have})"
