@@ -381,6 +381,17 @@ def _turn_usage(turn: AssistantTurn, assistant: Message, request_tokens: int, co
     return {"prompt_tokens": prompt, "completion_tokens": completion, "estimated": estimated}
 
 
+def _offered_toolset(toolset: str) -> tuple[str, str | None]:
+    """The tool set to offer: ``program`` falls back to ``bulk`` where the sandbox cannot run (and why), so that no
+    model is offered tools that would only be refused."""
+    if toolset != "program":
+        return toolset, None
+    from brick_gym.llm.sandbox import sandbox_problem
+
+    problem = sandbox_problem()
+    return ("bulk", problem) if problem is not None else (toolset, None)
+
+
 def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: EpisodeConfig) -> EpisodeResult:
     """Play one episode of ``task`` with ``client`` under ``config``; write the files into ``out_dir``."""
     from brick_gym.llm.specs import provenance
@@ -388,14 +399,11 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rules = Rules.for_setting(config.setting, config.inventory)
+    toolset, no_programs = _offered_toolset(config.toolset)
     session = ToolSession(
-        rules=rules,
-        name=task.id,
-        protocol=config.protocol,
-        tools=tool_names(config.toolset),
-        limits=config.program_limits,
+        rules=rules, name=task.id, protocol=config.protocol, tools=tool_names(toolset), limits=config.program_limits
     )
-    tools = tool_definitions(config.toolset)
+    tools = tool_definitions(toolset)
     log = _Transcript(out_dir / "transcript.jsonl")
     t0 = time.perf_counter()
     turns = executed = nudges = estimated_turns = 0
@@ -414,6 +422,7 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
             "task_id": task.id,
             "setting": rules.setting.name,
             "protocol": config.protocol,
+            "tools": [t["name"] for t in tools],
             "client": client_info,
             "config": asdict(config),
             "token_counter": counter.name,
@@ -429,11 +438,13 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                 max_turns=config.max_turns,
                 max_tool_calls=config.max_tool_calls,
                 protocol=config.protocol,
-                toolset=config.toolset,
+                toolset=toolset,
             ),
         ),
         Message("user", _user_prompt(task.prompt, config.max_turns)),
     ]
+    if no_programs is not None:
+        log.write({"type": "event", "event": "program_tools_withheld", "reason": no_programs})
     for m in head:
         log.write({"type": "message", **m.to_json()})
     policy = config.context_policy(getattr(sampling, "max_completion_tokens", None))

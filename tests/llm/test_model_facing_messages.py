@@ -127,7 +127,8 @@ def test_broken_arguments_are_not_replayed_as_an_invented_argument() -> None:
         "ERROR (malformed_json): the arguments of add_part are not valid JSON (Expecting value at character 26): "
         '\'{"part": "3001", "colour":\'; nothing was run (later turns show this call with empty arguments {}). '
         'Send one JSON object, e.g. {"part": "...", "colour": "..."}. Usage: add_part(part: string, colour: '
-        "string, position: array = [0.0, 0.0, 0.0], rotation_deg_y: number = 0.0)"
+        "string, position: array = [0.0, 0.0, 0.0], rotation_deg_y: number = 0.0, axis: array = null, "
+        "angle_deg: number = 0.0, matrix: array = null)"
     )
     from brick_gym.llm.messages import Message, ToolCall
 

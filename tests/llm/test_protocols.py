@@ -77,3 +77,15 @@ def test_a_build_py_deliverable_is_rebuilt_to_verify(tmp_path: Path) -> None:
     assert verification["build"]["api"] == "brickagent"
     text = (tmp_path / "model.mpd").read_text()  # the rebuilt model: six 2x4 and four 2x2 bricks on a plate
     assert (text.count("3001.dat"), text.count("3003.dat"), text.count("3034.dat")) == (6, 4, 1)
+
+
+def test_without_a_sandbox_the_program_tools_are_not_offered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from brick_gym.llm import sandbox
+
+    monkeypatch.setattr(sandbox, "sandbox_problem", lambda: "bubblewrap (bwrap) is not installed")
+    client = ScriptedClient([_turn(("finish", {}))])
+    run_episode(BenchTask("model-004", "x"), client, tmp_path, EpisodeConfig(render=False))
+    records = [json.loads(line) for line in (tmp_path / "transcript.jsonl").read_text().splitlines()]
+    assert "run_python" not in records[0]["tools"] and "place_parts" in records[0]["tools"]
+    withheld = next(r for r in records if r.get("event") == "program_tools_withheld")
+    assert "not installed" in withheld["reason"] and "run_python" not in client.requests[0][0].text
