@@ -19,6 +19,7 @@ from typing import Any
 
 __all__ = [
     "add_bench_commands",
+    "add_episode_options",
     "build_parser",
     "cmd_elo",
     "cmd_run",
@@ -26,6 +27,7 @@ __all__ = [
     "cmd_submit",
     "cmd_transcript",
     "cmd_verify",
+    "episode_config",
     "main",
 ]
 
@@ -46,9 +48,9 @@ def _tasks_path(args: argparse.Namespace) -> Path:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """Run an agent over a task file into ``--out/<agent>/<task>/`` (resumable)."""
-    from brick_gym.bench.runner import BenchError, run
+def episode_config(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The :class:`~brick_gym.llm.adapter.EpisodeConfig` and :class:`~brick_gym.llm.messages.Sampling` of the
+    episode options (:func:`add_episode_options`); ValueError says which value is wrong."""
     from brick_gym.llm.adapter import EpisodeConfig
     from brick_gym.llm.messages import Sampling
 
@@ -60,9 +62,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         cpu = args.program_cpu_seconds
         values["program_limits"] = SandboxLimits(cpu_seconds=cpu, wall_seconds=max(2.0 * cpu, cpu + 10.0))
+    return EpisodeConfig(**values), Sampling(args.temperature, args.max_completion_tokens, args.reasoning_effort)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run an agent over a task file into ``--out/<agent>/<task>/`` (resumable)."""
+    from brick_gym.bench.runner import BenchError, run
+
     try:
-        config = EpisodeConfig(**values)
-        sampling = Sampling(args.temperature, args.max_completion_tokens, args.reasoning_effort)
+        config, sampling = episode_config(args)
     except ValueError as exc:
         return _fail(str(exc))
     try:
@@ -325,6 +333,29 @@ def _add_budget_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="reasoning effort (default: the provider's)")
 
 
+def add_episode_options(p: argparse.ArgumentParser) -> None:
+    """Protocol, tool set, program limits, rendering and progress options of an agent run, and its budgets (the
+    options :func:`episode_config` reads)."""
+    p.add_argument(
+        "--protocol",
+        choices=("checked", "brickbench"),
+        help="checked (default: every placement checked before it lands) or brickbench (placed freely, checked on "
+        "request and at the end, as BrickAgent does); recorded in every result",
+    )
+    p.add_argument(
+        "--toolset",
+        choices=("basic", "bulk", "program"),
+        help="tools offered: basic (one placement per call), bulk (+ lists, copies, mirrors, arrays, subassemblies) "
+        "or program (default: + run_python and write_build in the sandbox)",
+    )
+    p.add_argument(
+        "--program-cpu-seconds", type=float, help="CPU seconds of each run_python / write_build run (default 60)"
+    )
+    p.add_argument("--no-render", action="store_true", help="do not render views after each episode")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_budget_flags(p)
+
+
 def _add_subcommands(sub: Any) -> None:
     p = sub.add_parser("transcript", help="summarise an episode's transcript.jsonl")
     p.add_argument("path")
@@ -348,27 +379,10 @@ def _add_subcommands(sub: Any) -> None:
     p.add_argument("--out", required=True, help="output folder, one per setting (tasks go to OUT/<agent>/<task-id>/)")
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--jobs", type=int, default=1, help="episodes in parallel (worker processes; default 1)")
-    p.add_argument(
-        "--protocol",
-        choices=("checked", "brickbench"),
-        help="checked (default: every placement checked before it lands) or brickbench (placed freely, checked on "
-        "request and at the end, as BrickAgent does); recorded in every result",
-    )
-    p.add_argument(
-        "--toolset",
-        choices=("basic", "bulk", "program"),
-        help="tools offered: basic (one placement per call), bulk (+ lists, copies, mirrors, arrays, subassemblies) "
-        "or program (default: + run_python and write_build in the sandbox)",
-    )
-    p.add_argument(
-        "--program-cpu-seconds", type=float, help="CPU seconds of each run_python / write_build run (default 60)"
-    )
-    p.add_argument("--no-render", action="store_true", help="do not render views after each episode")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_episode_options(p)
     p.add_argument(
         "--retry-errors", action="store_true", help="redo finished tasks whose episode ended with a client error"
     )
-    _add_budget_flags(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("score", help="score run folders: validity, VQA, pairwise judge, ELO")
@@ -420,10 +434,14 @@ def _add_subcommands(sub: Any) -> None:
 
 
 def add_bench_commands(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``bench`` (with run, score, elo, submit, verify) on a ``brick-gym`` subparsers object."""
+    """Register ``bench`` (with run, score, elo, submit, verify) and ``projects`` (the project suite,
+    :mod:`brick_gym.bench.projects.cli`) on a ``brick-gym`` subparsers object."""
+    from brick_gym.bench.projects.cli import add_projects_commands
+
     parser = subparsers.add_parser("bench", help="BrickBench: run agents, score, ELO, submissions, verify")
     sub = parser.add_subparsers(dest="bench_command", required=True)
     _add_subcommands(sub)
+    add_projects_commands(subparsers)
     return parser
 
 

@@ -284,7 +284,9 @@ def _episode(task: dict[str, Any], spec: str, task_dir: str, config: Any, sampli
     try:
         Path(task_dir).mkdir(parents=True, exist_ok=True)
         adapter = _adapter()
-        bench_task = adapter.BenchTask(id=task["id"], prompt=task["prompt"], questions=task["questions"])
+        bench_task = adapter.BenchTask.from_json(task)
+        if task.get("setting"):  # a project task brings its own setting
+            config = dataclasses.replace(config, setting=normalise_setting(task["setting"]))
         result = adapter.run_episode(bench_task, _client(spec, sampling), Path(task_dir), config)
         return {"ok": True, "result": _result_dict(result), "wall_s": time.perf_counter() - start}
     except Exception as exc:
@@ -467,6 +469,7 @@ def run(
     retry_errors: bool = False,
     on_task: Callable[[str, str], None] | None = None,
     sampling: Any = None,
+    tasks: Sequence[dict[str, Any]] | None = None,
 ) -> RunSummary:
     """Run ``agent_spec`` on every task of ``tasks_path`` (default: the project's tasks of ``setting``).
 
@@ -482,6 +485,9 @@ def run(
     delivers its model and is finished, as BrickBench counts it; ``retry_errors=True`` moves such tasks aside
     and runs them again. ``on_task(task_id, status)`` is called as each task ends.
 
+    ``tasks`` (task dicts, e.g. the project suite's: ``id``, ``prompt``, ``questions`` and optionally ``setting``,
+    ``inputs`` and ``images``) replaces the task file; ``tasks_path`` then only names them in the summary.
+
     ``summary.json`` is written to the agent folder at the end. Raises :class:`BenchError` for unusable input:
     malformed task file, unreadable inventory, unknown agent spec, bad ``limit``/``jobs``.
     """
@@ -492,7 +498,7 @@ def run(
     if limit is not None and limit < 0:
         raise BenchError(f"limit must be >= 0, got {limit}")
     tasks_file = Path(tasks_path) if tasks_path is not None else default_tasks(setting)
-    tasks = load_bench_tasks(tasks_file)
+    tasks = load_bench_tasks(tasks_file) if tasks is None else [dict(t) for t in tasks]
     if limit is not None:
         tasks = tasks[:limit]
     inv = resolve_inventory(setting, inventory)

@@ -47,6 +47,7 @@ __all__ = [
     "RETRIES",
     "Leaderboard",
     "SystemScore",
+    "ask_judge",
     "format_markdown",
     "load_views",
     "score",
@@ -205,7 +206,7 @@ def load_views(folder: Path, count: int = 8) -> list[np.ndarray] | None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _ask(judge: Any, requests: Sequence[Any], parse: Callable[[str], Any]) -> list[tuple[str | None, Any, int]]:
+def ask_judge(judge: Any, requests: Sequence[Any], parse: Callable[[str], Any]) -> list[tuple[str | None, Any, int]]:
     """(last reply text, parsed value or None, attempts) per request; unparsed ones asked up to RETRIES more times."""
     from brick_gym.judges.cache import CachedJudge
 
@@ -425,7 +426,7 @@ def score(
         nq = len(task.graph)
         requests = [vqa_request(views[s], task.prompt, task.graph) for s in asked]
         for s, (text, answers, attempts) in zip(
-            asked, _ask(judge, requests, lambda t, nq=nq: parse_vqa_reply(t, nq)), strict=True
+            asked, ask_judge(judge, requests, lambda t, nq=nq: parse_vqa_reply(t, nq)), strict=True
         ):
             row = scores[s].per_task[task.id]
             record = {"system": s, "task": task.id, "reply": text, "attempts": attempts, "parsed": answers is not None}
@@ -471,7 +472,7 @@ def score(
                 pair_counts["auto_invalid"] += 4
             else:
                 pair_counts["both_invalid_skipped"] += 1
-        answers = _ask(judge, [p[3] for p in pending], parse_judge_reply)
+        answers = ask_judge(judge, [p[3] for p in pending], parse_judge_reply)
         pair_counts["asked"] += len(pending)
         for (question, first, second, _), (text, choice, attempts) in zip(pending, answers, strict=True):
             if choice is None:

@@ -143,16 +143,26 @@ class EpisodeConfig:
 
 @dataclass
 class BenchTask:
-    """A BrickBench task: id, prompt and its question graph (``[{"key", "question", "kind", ...}]``)."""
+    """A BrickBench task: id, prompt and its question graph (``[{"key", "question", "kind", ...}]``); a project's
+    task also carries ``inputs`` (text shown after the brief in the first user message only) and ``images``
+    (PNG/JPEG paths attached to that message, e.g. plans)."""
 
     id: str
     prompt: str
     questions: list[dict] = field(default_factory=list)
+    inputs: str = ""
+    images: list[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BenchTask:
-        """From one entry of a BrickBench task file."""
-        return cls(str(data["id"]), str(data["prompt"]), list(data.get("questions") or []))
+        """From one entry of a BrickBench task file (or a project task with ``inputs`` and ``images``)."""
+        images = data.get("images") or []
+        if not isinstance(images, list) or not all(isinstance(p, str) for p in images):
+            raise ValueError(f"task {data.get('id')!r}: 'images' must be a list of file paths")
+        inputs = data.get("inputs") or ""
+        if not isinstance(inputs, str):
+            raise ValueError(f"task {data.get('id')!r}: 'inputs' must be text")
+        return cls(str(data["id"]), str(data["prompt"]), list(data.get("questions") or []), inputs, list(images))
 
 
 def load_tasks(path: str | os.PathLike[str]) -> list[BenchTask]:
@@ -297,9 +307,11 @@ def _protocol_lines(protocol: str, toolset: str) -> list[str]:
     return lines
 
 
-def _user_prompt(prompt: str, max_turns: int) -> str:
+def _user_prompt(prompt: str, max_turns: int, inputs: str = "", images: int = 0) -> str:
+    attached = f"\n\n{images} input image(s) are attached to this message." if images else ""
+    details = f"\n\n{inputs.strip()}" if inputs.strip() else ""
     return (
-        f"Design brief: {prompt}\n\n"
+        f"Design brief: {prompt}{details}{attached}\n\n"
         f"Build it with the tools (at most {max_turns} turns) and call finish() when the model is complete."
     )
 
@@ -441,7 +453,7 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                 toolset=toolset,
             ),
         ),
-        Message("user", _user_prompt(task.prompt, config.max_turns)),
+        Message("user", _user_prompt(task.prompt, config.max_turns, task.inputs, len(task.images)), list(task.images)),
     ]
     if no_programs is not None:
         log.write({"type": "event", "event": "program_tools_withheld", "reason": no_programs})

@@ -61,6 +61,9 @@ class Prepared:
     files: list[str] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
     brief: str = ""
+    details: str = ""
+    """The brief after its title and prompt: how it is scored, the units, the inputs (what a runner task adds to
+    the prompt)."""
     backend: str | None = None
 
     def image_paths(self) -> list[str]:
@@ -290,7 +293,7 @@ def _program(project: Project, folder: Path, prepared: Prepared) -> list[str]:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _conventions(project: Project) -> list[str]:
+def _scoring(project: Project) -> list[str]:
     from brick_gym.core.rules import setting
 
     scored = (
@@ -302,10 +305,6 @@ def _conventions(project: Project) -> list[str]:
     )
     judged = "a judge looks at pictures of your model and answers questions about the brief. " if project.judged else ""
     return [
-        f"# Project {project.level}: {project.title}",
-        "",
-        project.prompt,
-        "",
         f"Scoring: {scored}{judged}The model must also be valid under the BrickBench check "
         f"(setting {setting(project.setting).describe()}).",
         "Units: a stud is 20 LDU, a plate 8 LDU, a brick 3 plates (24 LDU); -y is up and the model's front faces -z.",
@@ -337,10 +336,11 @@ def prepare(project: Project, out_dir: str | os.PathLike[str]) -> Prepared:
             sections.append(_picture(pieces, folder, prepared))
         elif kind == "program":
             sections.append(_program(project, folder, prepared))
-    lines = _conventions(project)
+    lines = _scoring(project)
     for section in sections:
         lines += ["", *section]
-    prepared.brief = "\n".join(lines) + "\n"
+    prepared.details = "\n".join(lines) + "\n"
+    prepared.brief = f"# Project {project.level}: {project.title}\n\n{project.prompt}\n\n{prepared.details}"
     _write(folder, "brief.md", prepared.brief, prepared)
     atomic_write_json(folder / "inputs.json", prepared.to_json())
     return prepared
