@@ -27,6 +27,7 @@ __all__ = [
     "reference_file",
     "reference_ids",
     "reference_pieces",
+    "reference_setting",
     "reference_voxels",
 ]
 
@@ -69,16 +70,25 @@ def build_reference(project_id: str) -> Builder:
 
 
 @cache
-def reference_pieces(project_id: str) -> tuple[tuple[str, int, Any], ...]:
-    """The reference's pieces as ``(stem, colour code, 4x4 pose)``, in piece-id order (built once per process;
-    the pose arrays are read-only)."""
+def _built(project_id: str) -> tuple[tuple[tuple[str, int, Any], ...], str]:
     model = build_reference(project_id)
     out = []
     for piece in sorted(model.assembly, key=lambda p: p.id):
         pose = np.array(piece.pose, dtype=np.float64)
         pose.flags.writeable = False
         out.append((piece.part.stem, int(piece.colour), pose))
-    return tuple(out)
+    return tuple(out), model.assembly.rules.setting.name
+
+
+def reference_pieces(project_id: str) -> tuple[tuple[str, int, Any], ...]:
+    """The reference's pieces as ``(stem, colour code, 4x4 pose)``, in piece-id order (built once per process;
+    the pose arrays are read-only)."""
+    return _built(project_id)[0]
+
+
+def reference_setting(project_id: str) -> str:
+    """The BrickBench setting the reference is built under (its ``build()``'s rules)."""
+    return _built(project_id)[1]
 
 
 @cache

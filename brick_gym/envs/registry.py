@@ -1,5 +1,6 @@
 """Environment factories and their Gymnasium ids: ``BrickGym/Model-v0``, ``Set-v0``, ``AltBuild-v0``,
-``Fidelity-v0`` (and ``FidelityCandidates-v0``, the exact-mask encoding), and ``ModelVQA-v0`` (a text task
+``Fidelity-v0`` (and ``FidelityCandidates-v0``, the exact-mask encoding), ``Projects-v0`` (the project suite's
+references as targets), and ``ModelVQA-v0`` (a text task
 scored by a VLM judge; ``nondeterministic=True``). ``import brick_gym.envs`` registers them.
 """
 
@@ -61,6 +62,7 @@ _EXTRA_ARGS = {
     "BrickGym/AltBuild-v0": ("inventory",),
     "BrickGym/Fidelity-v0": ("split", "seed", "kinds", "size", "pool", "min_parts"),
     "BrickGym/FidelityCandidates-v0": ("split", "seed", "kinds", "size", "pool", "min_parts"),
+    "BrickGym/Projects-v0": ("projects",),
 }
 
 MODEL_CONFIG = EnvConfig(max_pieces=400, max_steps=600, max_targets=256)
@@ -131,12 +133,23 @@ def make_fidelity_candidates_env(**kw: Any) -> BrickAssemblyEnv:
     return make_fidelity_env(**kw)
 
 
+def make_projects_env(*, projects: str | tuple[str, ...] | list[str] | None = None, **kw: Any) -> BrickAssemblyEnv:
+    """Build one of the project suite's references (``projects=``: an id or several; default every project with a
+    reference, one drawn per reset), starting from its base; the candidate encoding, budgets sized to the largest
+    chosen reference, and rewards defaulting to :data:`FIDELITY_REWARDS`."""
+    from brick_gym.envs.project_tasks import ProjectTaskSource, project_config, resolve_projects
+
+    chosen = resolve_projects(projects)
+    return _env("BrickGym/Projects-v0", ProjectTaskSource(chosen), project_config(chosen), kw, FIDELITY_REWARDS)
+
+
 ENV_IDS = {
     "BrickGym/Model-v0": "brick_gym.envs.registry:make_model_env",
     "BrickGym/Set-v0": "brick_gym.envs.registry:make_set_env",
     "BrickGym/AltBuild-v0": "brick_gym.envs.registry:make_altbuild_env",
     "BrickGym/Fidelity-v0": "brick_gym.envs.registry:make_fidelity_env",
     "BrickGym/FidelityCandidates-v0": "brick_gym.envs.registry:make_fidelity_candidates_env",
+    "BrickGym/Projects-v0": "brick_gym.envs.registry:make_projects_env",
 }
 
 
@@ -232,6 +245,7 @@ __all__ = [
     "make_fidelity_env",
     "make_model_env",
     "make_model_vqa_env",
+    "make_projects_env",
     "make_set_env",
     "register_all",
 ]

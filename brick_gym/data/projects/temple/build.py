@@ -21,13 +21,17 @@ def slab(temple: Builder, x_half: int, z_half: int, top: int, colour: str) -> No
 
 def cella_course(temple: Builder, top: int, course: int) -> None:
     """One course of the cella's walls (1 stud thick, 12 x 24 studs outside), 1x4 bricks from the corners, the
-    long walls and the short walls taking the corners in turn; the door (4 studs) cuts the front wall low down."""
+    long walls and the short walls taking the corners in turn; the door (2 studs wide, 7 courses high, dark brown
+    bricks) stands in the middle of the front wall."""
     part = "3010" if course <= 10 else "3710"  # ten courses of bricks, then one of plates
     xs, zs = range(-110, 111, 20), range(-230, 231, 20)
     fronts = list(xs) if course % 2 else list(xs)[1:-1]
     sides = list(zs)[1:-1] if course % 2 else list(zs)
     for z in (-230, 230):
-        cells = [x for x in fronts if not (z == -230 and course <= 7 and abs(x) < 40)]
+        door = z == -230 and course <= 7
+        cells = [x for x in fronts if not (door and abs(x) < 20)]
+        if door:
+            temple.add("3004", "dark brown", (0, top, z))
         for run in runs(cells):
             for i in range(0, len(run), 4):
                 chunk = run[i : i + 4]
