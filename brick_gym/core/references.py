@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.builder import Builder
 from brick_gym.core.voxels import VoxelGrid, voxelize
 
@@ -24,6 +25,7 @@ __all__ = [
     "REFERENCE_FILE",
     "ReferenceUnavailable",
     "build_reference",
+    "reference_assembly",
     "reference_file",
     "reference_ids",
     "reference_pieces",
@@ -70,25 +72,30 @@ def build_reference(project_id: str) -> Builder:
 
 
 @cache
-def _built(project_id: str) -> tuple[tuple[tuple[str, int, Any], ...], str]:
+def _built(project_id: str) -> tuple[Assembly, tuple[tuple[str, int, Any], ...]]:
     model = build_reference(project_id)
     out = []
     for piece in sorted(model.assembly, key=lambda p: p.id):
         pose = np.array(piece.pose, dtype=np.float64)
         pose.flags.writeable = False
         out.append((piece.part.stem, int(piece.colour), pose))
-    return tuple(out), model.assembly.rules.setting.name
+    return model.assembly, tuple(out)
+
+
+def reference_assembly(project_id: str) -> Assembly:
+    """A copy of the reference's assembly (built once per process, copied per call)."""
+    return _built(project_id)[0].copy()
 
 
 def reference_pieces(project_id: str) -> tuple[tuple[str, int, Any], ...]:
     """The reference's pieces as ``(stem, colour code, 4x4 pose)``, in piece-id order (built once per process;
     the pose arrays are read-only)."""
-    return _built(project_id)[0]
+    return _built(project_id)[1]
 
 
 def reference_setting(project_id: str) -> str:
     """The BrickBench setting the reference is built under (its ``build()``'s rules)."""
-    return _built(project_id)[1]
+    return _built(project_id)[0].rules.setting.name
 
 
 @cache
