@@ -186,7 +186,9 @@ def add_projects_commands(subparsers: Any) -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run an agent on the projects (resumable), scored per project and repeat")
     p.add_argument("--agent", required=True, help="heuristic, scripted:PATH, openai:MODEL[@URL], anthropic:MODEL[@URL]")
     p.add_argument("--out", required=True, help="output folder (inputs in OUT/inputs, episodes in OUT/<agent>/)")
-    p.add_argument("--project", action="append", help="project id or level (repeatable, or comma-separated); default all")
+    p.add_argument(
+        "--project", action="append", help="project id or level (repeatable, or comma-separated); default all"
+    )
     p.add_argument("--repeats", type=int, default=1, help="episodes per project (default 1)")
     p.add_argument("--jobs", type=int, default=1, help="episodes in parallel (worker processes; default 1)")
     p.add_argument("--name", help="folder name of the agent (default: derived from --agent)")

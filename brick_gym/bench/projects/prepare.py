@@ -133,7 +133,8 @@ def layer_text(cells: Cells, title: str) -> str:
         f"{nz} along z).",
         "# One letter per stud: its colour (legend below). Upper case: a part starts in this layer (its bottom is "
         "here); lower case: the part continues from the layer below; '.': empty.",
-        "# Rows run from the back of the model (first row) to its front (last row); columns from its left to its right.",
+        "# Rows run from the back of the model (first row) to its front (last row); columns from its left to its "
+        "right.",
         "legend:",
         *_legend_lines(letters),
     ]
@@ -188,7 +189,9 @@ def _plans(cells: Cells, project: Project, folder: Path, prepared: Prepared) -> 
             cell_w=size,
             cell_h=size if flat else round(size * plate),
             v_unit="studs" if flat else "plates",
-            note="One square: 1 stud x 1 stud." if flat else "One square: 1 stud wide, 1 plate high (3 plates = 1 brick).",
+            note="One square: 1 stud x 1 stud."
+            if flat
+            else "One square: 1 stud wide, 1 plate high (3 plates = 1 brick).",
         )
         name = f"plan_{view}.png"
         _write(folder, name, _png_bytes(image), prepared)
@@ -239,7 +242,7 @@ def _layers(cells: Cells, project: Project, folder: Path, prepared: Prepared) ->
 
 
 def _pixel_plan(cells: Cells, project: Project, folder: Path, prepared: Prepared) -> list[str]:
-    colour, piece = project_view(cells, "top")
+    colour, _ = project_view(cells, "top")
     nu, nv = colour.shape
     tiny = np.stack([np.full((nu, nv), 255, np.uint8)] * 3, axis=-1)
     from brick_gym.bench.projects.drawing import drawn_rgb

@@ -69,7 +69,9 @@ def _build_body(node: ast.FunctionDef, lines: list[str], project: Project) -> li
         stmts = stmts[1:]  # the docstring
     name = _builder_name(stmts[0]) if stmts else None
     if name is None or not isinstance(stmts[-1], ast.Return):
-        raise ProjectError(f"{project.reference_path}: build() must start with `model = Builder(...)` and end with a return")
+        raise ProjectError(
+            f"{project.reference_path}: build() must start with `model = Builder(...)` and end with a return"
+        )
     indent = stmts[1].col_offset
     out = [] if name == "model" else [f"{name} = model"]
     for text in lines[stmts[0].end_lineno : stmts[-1].lineno - 1]:  # comments between the statements too
@@ -84,7 +86,9 @@ def broken_program(project: Project) -> tuple[str, list[PlacedMistake]]:
     for m in project.mistakes:
         count = code.count(m.find)
         if count != 1:
-            raise ProjectError(f"{project.id}: mistake {m.kind!r} must find its text exactly once, found it {count} times")
+            raise ProjectError(
+                f"{project.id}: mistake {m.kind!r} must find its text exactly once, found it {count} times"
+            )
         spans.append((code.index(m.find), m.find, m.replace, m.kind))
     spans.sort()
     broken, placed, last, shift = [], [], 0, 0

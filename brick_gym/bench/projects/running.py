@@ -37,7 +37,9 @@ def task_id(project: Project, repeat: int) -> str:
     return f"{project.id}-r{repeat}"
 
 
-def project_tasks(projects: Sequence[Project], repeats: int, inputs_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+def project_tasks(
+    projects: Sequence[Project], repeats: int, inputs_dir: str | os.PathLike[str]
+) -> list[dict[str, Any]]:
     """Prepare each project's inputs into ``inputs_dir`` and return the runner tasks, ``repeats`` per project."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
@@ -254,9 +256,7 @@ def run_projects(
     )
     root = summary.out_dir
     by_id = {p.id: p for p in chosen}
-    rows = [
-        _row(by_id[t["project"]], t["repeat"], root / t["id"], summary.results.get(t["id"]), judge) for t in tasks
-    ]
+    rows = [_row(by_id[t["project"]], t["repeat"], root / t["id"], summary.results.get(t["id"]), judge) for t in tasks]
     means = _means(rows)
     data = summary.to_json()
     data["projects"] = rows

@@ -71,15 +71,18 @@ class ProjectScore:
                 f"  fidelity: shape {self.shape:.3f}, colour {self.colour:.3f} (best colour {self.colour_max:.3f}) "
                 f"after turning {self.rotation} deg and shifting {tuple(self.shift or ())}"
             )
-        lines.append(f"  {'VALID' if self.valid else 'INVALID'}: {self.elements} elements, {len(self.errors)} error(s), "
-                     f"{len(self.warnings)} warning(s)")
+        lines.append(
+            f"  {'VALID' if self.valid else 'INVALID'}: {self.elements} elements, {len(self.errors)} error(s), "
+            f"{len(self.warnings)} warning(s)"
+        )
         lines += [f"    [{e['kind']}] {e['message']}" for e in self.errors[:10]]
         lines += [f"    warning: {w}" for w in self.warnings[:10]]
         if self.effort:
             e = self.effort
+            cost = e["cost_usd"] if e["cost_usd"] is not None else "-"
             lines.append(
                 f"  effort: {e['turns']} turns, {e['tool_calls']} tool calls ({e['tool_errors']} errors), "
-                f"{e['builds']} builds, {e['minutes']:.1f} min, cost {e['cost_usd'] if e['cost_usd'] is not None else '-'}"
+                f"{e['builds']} builds, {e['minutes']:.1f} min, cost {cost}"
             )
         if self.vqa:
             lines.append(f"  VQA: gated {self.vqa['gated']:.3f}, flat {self.vqa['flat']:.3f}")

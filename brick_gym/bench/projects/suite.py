@@ -18,7 +18,7 @@ from typing import Any
 from brick_gym.core.builder import Builder
 from brick_gym.core.references import PROJECTS_DIR, REFERENCE_FILE, build_reference
 
-__all__ = ["INPUT_KINDS", "EXACT_KINDS", "Mistake", "Project", "ProjectError", "get_project", "load_suite"]
+__all__ = ["EXACT_KINDS", "INPUT_KINDS", "Mistake", "Project", "ProjectError", "get_project", "load_suite"]
 
 INPUT_KINDS: dict[str, str] = {
     "description": "a precise description in words",
@@ -121,7 +121,9 @@ def _mistakes(data: Any, where: str) -> tuple[Mistake, ...]:
         at = f"{where}: mistakes[{i}]"
         if not isinstance(m, dict) or not isinstance(m.get("replace"), str):
             raise ProjectError(f"{at}: a mistake is an object with 'kind', 'find', 'replace' (text) and 'note'")
-        out.append(Mistake(_text(m, "kind", at), _text(m, "find", at), m["replace"], _text(m, "note", at, optional=True)))
+        out.append(
+            Mistake(_text(m, "kind", at), _text(m, "find", at), m["replace"], _text(m, "note", at, optional=True))
+        )
     return tuple(out)
 
 
@@ -151,7 +153,9 @@ def load_project(path: Path) -> Project:
         raise ProjectError(f"{where}: a project file is a JSON object")
     pid = _text(data, "id", where)
     if not _ID.match(pid) or pid != path.parent.name:
-        raise ProjectError(f"{where}: 'id' must be the folder's name in lower-case letters, digits and '-', got {pid!r}")
+        raise ProjectError(
+            f"{where}: 'id' must be the folder's name in lower-case letters, digits and '-', got {pid!r}"
+        )
     level = data.get("level")
     if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 1000:
         raise ProjectError(f"{where}: 'level' must be an integer from 1 to 1000")

@@ -139,7 +139,9 @@ def read_pixels(text: str) -> dict[tuple[int, int], str]:
     lines = text.splitlines()
     legend = _legend(lines)
     rows = [ln for ln in lines if ln and not ln.startswith(("#", " ", "legend"))]
-    return {(x, len(rows) - 1 - r): legend[ch] for r, row in enumerate(rows) for x, ch in enumerate(row) if ch in legend}
+    return {
+        (x, len(rows) - 1 - r): legend[ch] for r, row in enumerate(rows) for x, ch in enumerate(row) if ch in legend
+    }
 
 
 def code_block(brief: str) -> str:
@@ -192,7 +194,8 @@ def jetty(folder: Path) -> list[str]:
     fixed = fixed.replace('{end_post}.open[0]", by="open[0]")', '{end_post}.open[0]", by="tube[0]")')  # 19: no_mate
     fixed = fixed.replace('"bluish grey", to=end', '"light bluish grey", to=end')  # 23: unknown colour
     rail_high = (  # 24: NameError: rail_high, the railing's second course, was never built
-        'rail_high = [model.attach("3005", "light bluish grey", to=f"{p}.stud[0]", by="hole[0]").piece for p in rail_low]\n'
+        'rail_high = [model.attach("3005", "light bluish grey", to=f"{p}.stud[0]", by="hole[0]").piece'
+        " for p in rail_low]\n"
     )
     fixed = fixed.replace("for post in rail_high[:2]:", rail_high + "for post in rail_high[:2]:")
     return [broken, fixed]

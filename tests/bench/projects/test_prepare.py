@@ -95,7 +95,12 @@ def test_layer_text_reads_back_as_the_references_cells(prepared, followers) -> N
         }
         assert read == expected, project
         text = (prepared[project].folder / "layers.txt").read_text()
-        starts = sum(ch.isupper() for line in text.splitlines() if not line.startswith(("#", " ", "layer", "legend")) for ch in line)
+        starts = sum(
+            ch.isupper()
+            for line in text.splitlines()
+            if not line.startswith(("#", " ", "layer", "legend"))
+            for ch in line
+        )
         assert starts == int(sum(np.count_nonzero(cells.piece[:, b, :] == i) for i, b in enumerate(cells.bottom)))
         assert len(list((prepared[project].folder / "layers").glob("layer_*.png"))) == cells.shape[1]
 

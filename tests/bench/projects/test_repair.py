@@ -47,7 +47,7 @@ def test_the_broken_program_is_reported_with_the_line_of_every_mistake(sandboxed
 def test_mistakes_must_each_be_found_once() -> None:
     project = get_project("jetty")
     twice = replace(project, mistakes=(Mistake("wrong colour", '"dark brown"', '"brown"'),))
-    with pytest.raises(ProjectError, match="exactly once, found it [0-9]+ times"):
+    with pytest.raises(ProjectError, match=r"exactly once, found it [0-9]+ times"):
         broken_program(twice)
     absent = replace(project, mistakes=(Mistake("typo", "no such text", "x"),))
     with pytest.raises(ProjectError, match="found it 0 times"):

@@ -43,7 +43,7 @@ def test_unusable_models_are_refused_with_the_reason(tmp_path: Path, sandboxed) 
     with pytest.raises(ModelUnusable, match="no such file"):
         score_path(project, tmp_path / "missing.mpd")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ModelUnusable, match="no build.py, model.mpd"):
+    with pytest.raises(ModelUnusable, match=r"no build\.py, model\.mpd"):
         score_path(project, tmp_path / "empty")
     broken = tmp_path / "build.py"
     broken.write_text("def build():\n    raise RuntimeError('no')\n")

@@ -17,7 +17,9 @@ def wall_cells(course: int) -> list[list[tuple[int, int]]]:
     long_rows = course % 2 == 1
     xs = list(WALL_X) if long_rows else list(WALL_X)[1:-1]
     zs = list(WALL_Z)[1:-1] if long_rows else list(WALL_Z)
-    lines = [[(x, z) for x in xs] for z in (WALL_Z[0], WALL_Z[-1])] + [[(x, z) for z in zs] for x in (WALL_X[0], WALL_X[-1])]
+    lines = [[(x, z) for x in xs] for z in (WALL_Z[0], WALL_Z[-1])] + [
+        [(x, z) for z in zs] for x in (WALL_X[0], WALL_X[-1])
+    ]
     runs = []
     for line in lines:
         run: list[tuple[int, int]] = []
