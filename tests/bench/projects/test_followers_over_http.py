@@ -3,8 +3,9 @@ HTTP path: ``run_projects`` -> the benchmark runner -> the episode adapter -> th
 replaying the follower's run_python programs -> the sandbox -> the delivered model scored against the reference.
 
 The server finds the project in the first user message (the brief the runner sent, with the plans attached as
-images) and answers the next step of that project's follower. The 1,601-part temple runs with ``--runslow``; in the
-default suite its follower's programs are checked in process against the reference instead.
+images) and answers the next step of that project's follower. In the default suite two projects
+(an image input, the repair) go over HTTP and every other follower's programs are checked in process against the
+reference; every exact-input project, the 1,601-part temple too, goes over HTTP with ``--runslow``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from brick_gym.bench.projects.suite import get_project
 from brick_gym.llm.adapter import EpisodeConfig
 from brick_gym.llm.sandbox import SandboxLimits
 
-FAST = ["garden-wall", "sailboat-mosaic", "jetty", "cottage", "fountain", "gatehouse"]
+EXACT = ["garden-wall", "sailboat-mosaic", "jetty", "cottage", "fountain", "gatehouse", "temple"]
+OVER_HTTP = ["sailboat-mosaic", "jetty"]
+"""The default suite's HTTP run: a project whose input goes as an image, and the repair project."""
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -80,35 +83,39 @@ def _assert_perfect(result, projects: list[str], prepared, seen: dict[str, int])
     assert Path(result.files["results.png"]).is_file()
 
 
-def test_followers_of_the_exact_input_projects_reach_one_over_http(
-    sandboxed, prepared, followers, loopback, completion, tmp_path: Path
-) -> None:
-    result, seen, received = _run(FAST, prepared, followers, loopback, completion, tmp_path)
-    _assert_perfect(result, FAST, prepared, seen)
+def _assert_jetty_repaired(result, tmp_path: Path) -> None:
     rows = {r["project"]: r for r in result.rows}
     assert rows["jetty"]["builds"] == 2 and rows["jetty"]["tool_errors"] == 1  # the broken program, then the fixed
     jetty = (tmp_path / result.summary.agent / "jetty-r1" / "transcript.jsonl").read_text().splitlines()
     first = next(json.loads(line) for line in jetty if '"run_python"' in line and '"tool_result"' in line)
     assert "NameError: name 'rail_high' is not defined" in first["text"] and "line 18" in first["text"]
+
+
+def test_followers_reach_one_over_http(sandboxed, prepared, followers, loopback, completion, tmp_path: Path) -> None:
+    result, seen, received = _run(OVER_HTTP, prepared, followers, loopback, completion, tmp_path)
+    _assert_perfect(result, OVER_HTTP, prepared, seen)
+    _assert_jetty_repaired(result, tmp_path)
     assert received and all(body["model"] == "loopback-follower" for body in received)
 
 
-def test_the_temple_followers_programs_build_the_reference(followers, prepared) -> None:
+@pytest.mark.parametrize("project", [p for p in EXACT if p != "jetty"])
+def test_a_followers_programs_build_the_reference(project: str, followers, prepared) -> None:
     from brick_gym.core.builder import Builder
-    from brick_gym.core.references import reference_voxels
+    from brick_gym.core.references import reference_setting, reference_voxels
     from brick_gym.core.rules import Rules
     from brick_gym.core.voxels import fidelity, voxelize
 
-    model = Builder(Rules.for_setting("set"))
-    for code in followers.FOLLOWERS["temple"](prepared["temple"].folder):
+    model = Builder(Rules.for_setting(reference_setting(project)))
+    for code in followers.FOLLOWERS[project](prepared[project].folder):
         exec(code, {"model": model})  # the follower's own programs (test code), in process instead of the sandbox
-    score = fidelity(voxelize(model.assembly), reference_voxels("temple"))
-    assert (score.shape_iou, score.colour_iou) == (1.0, 1.0) and 400 <= len(model) <= 4000
+    score = fidelity(voxelize(model.assembly), reference_voxels(project))
+    assert (score.shape_iou, score.colour_iou) == (1.0, 1.0), project
 
 
 @pytest.mark.slow
-def test_the_temple_follower_reaches_one_over_http(
+def test_every_exact_input_follower_reaches_one_over_http(
     sandboxed, prepared, followers, loopback, completion, tmp_path: Path
 ) -> None:
-    result, seen, _ = _run(["temple"], prepared, followers, loopback, completion, tmp_path)
-    _assert_perfect(result, ["temple"], prepared, seen)
+    result, seen, _ = _run(EXACT, prepared, followers, loopback, completion, tmp_path)
+    _assert_perfect(result, EXACT, prepared, seen)
+    _assert_jetty_repaired(result, tmp_path)
