@@ -62,10 +62,10 @@ def cmd_reference(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if not project.has_reference:
         return _fail(f"project {project.id!r} is judged: it has no reference model")
-    model = project.reference()
     out = Path(args.out)
     if out.suffix.lower() not in (".mpd", ".ldr"):
         return _fail(f"{out}: the reference is written as LDraw: give a .mpd or .ldr file name")
+    model = project.reference()
     model.save(out)
     print(f"{project.id}: {len(model)} pieces -> {out}")
     return 0

@@ -63,3 +63,17 @@ def test_run_with_the_heuristic_agent_writes_summaries_and_the_results_sheet(tmp
     again = json.loads((tmp_path / "heuristic" / "summary.json").read_text())
     assert again["counts"]["ran_now"] == 0 and again["counts"]["skipped_done"] == 2
     assert again["projects"] == summary["projects"]
+
+
+def test_judged_projects_get_the_vqa_score_from_score_and_run(tmp_path: Path, capsys) -> None:
+    model = tmp_path / "wall.mpd"
+    assert main(["projects", "reference", "garden-wall", "--out", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["projects", "score", "tram", str(model), "--judge", "scripted-yes", "--json"]) == 0
+    score = json.loads(capsys.readouterr().out)
+    assert score["shape"] is None and score["vqa"]["gated"] == 1.0 and score["elements"] == 28
+    argv = ["projects", "run", "--agent", "heuristic", "--project", "tram", "--judge", "scripted-yes"]
+    assert main([*argv, "--out", str(tmp_path / "runs"), "--no-progress", "--no-render"]) == 0
+    assert "tram-r1: valid" in capsys.readouterr().out
+    row = json.loads((tmp_path / "runs" / "heuristic" / "summary.json").read_text())["projects"][0]
+    assert row["vqa"] == 1.0 and row["shape"] is None
