@@ -396,8 +396,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_vqa_score)
     from brick_gym.bench.cli import add_bench_commands
+    from brick_gym.bench.projects.cli import add_projects_commands
 
     add_bench_commands(sub)
+    add_projects_commands(sub)
     return parser
 
 

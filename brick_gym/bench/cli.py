@@ -434,14 +434,10 @@ def _add_subcommands(sub: Any) -> None:
 
 
 def add_bench_commands(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``bench`` (with run, score, elo, submit, verify) and ``projects`` (the project suite,
-    :mod:`brick_gym.bench.projects.cli`) on a ``brick-gym`` subparsers object."""
-    from brick_gym.bench.projects.cli import add_projects_commands
-
+    """Register ``bench`` (with run, score, elo, submit, verify) on a ``brick-gym`` subparsers object."""
     parser = subparsers.add_parser("bench", help="BrickBench: run agents, score, ELO, submissions, verify")
     sub = parser.add_subparsers(dest="bench_command", required=True)
     _add_subcommands(sub)
-    add_projects_commands(subparsers)
     return parser
 
 
