@@ -73,7 +73,16 @@ def long_turn(turn: int) -> tuple[list[tuple[str, str]], str]:
     return calls, f"turn {turn}: " + PROSE * 16
 
 
-def test_300_turns_never_exceed_the_context(tmp_path: Path, loopback, completion) -> None:
+@pytest.mark.parametrize(
+    ("turns", "window"),
+    [(60, 32_000), pytest.param(300, 128_000, marks=pytest.mark.slow)],
+    ids=["60-turns-32k", "300-turns-128k"],
+)
+def test_long_episodes_never_exceed_the_context(
+    tmp_path: Path, loopback, completion, turns: int, window: int
+) -> None:
+    """Every request of a heavy episode fits the context window, and the episode did press against it (the
+    default suite runs 60 turns against a 32k window; the 300-turn, 128k run is slow)."""
     pytest.importorskip("openai")
     sizes: list[int] = []
     seen: dict[str, int] = {}
@@ -88,24 +97,28 @@ def test_300_turns_never_exceed_the_context(tmp_path: Path, loopback, completion
 
     with loopback(reply) as (url, received):
         client = OpenAIChatClient("loopback-long", base_url=f"{url}/v1", api_key="test", retry_base_delay=0.01)
-        res = run_episode(BenchTask("long-1", "a castle"), client, tmp_path, EpisodeConfig(render=False))
+        config = EpisodeConfig(render=False, max_turns=turns, context_tokens=window)
+        res = run_episode(BenchTask("long-1", "a castle"), client, tmp_path, config)
         last = received[-1]
 
-    print(f"300 turns: largest request on the wire {max(sizes)} tokens, context {res.context}")
-    assert res.stop_reason == "max_turns" and res.turns == 300 and len(sizes) == 300
-    assert max(sizes) <= 128_000, max(sizes)
-    assert max(sizes) > 100_000  # the episode did press against the limit: the test is not vacuous
+    print(f"{turns} turns: largest request on the wire {max(sizes)} tokens, context {res.context}")
+    assert res.stop_reason == "max_turns" and res.turns == turns and len(sizes) == turns
+    assert max(sizes) <= window, max(sizes)
+    assert max(sizes) > 0.75 * window  # the episode did press against the limit: the test is not vacuous
     context = res.context
-    assert context["context_tokens"] == 128_000 and context["largest_request_estimate"] <= 128_000 - 4096
-    assert context["turns_dropped"] > 0 and context["images_evicted"] > 0 and context["results_truncated"] > 200
-    assert res.usage_estimated_turns == 300 and res.tokens["prompt_tokens"] > 10_000_000
+    assert context["context_tokens"] == window and context["largest_request_estimate"] <= window - 4096
+    assert context["turns_dropped"] > 0 and context["images_evicted"] > 0
+    assert context["results_truncated"] > turns * 2 // 3
+    assert res.usage_estimated_turns == turns and res.tokens["prompt_tokens"] > turns * window // 10
     # the latest render is still there, older ones are notes; every tool result says what is left
     tool_messages = [m for m in last["messages"] if m["role"] == "tool"]
-    assert "[budget: turn 299 of 300 (1 left after this one); tool calls " in tool_messages[-1]["content"]
+    budget = f"[budget: turn {turns - 1} of {turns} (1 left after this one); tool calls "
+    assert budget in tool_messages[-1]["content"]
     images = [p for m in last["messages"] if isinstance(m["content"], list) for p in m["content"]]
     assert sum(p["type"] == "image_url" for p in images) == 1
-    assert any("image(s) removed from this turn-" in m["content"] for m in tool_messages)
-    assert "were removed from the conversation to keep it within 128000 tokens" in last["messages"][1]["content"]
+    if window >= 128_000:  # in a small window the turns whose renders were evicted are dropped as well
+        assert any("image(s) removed from this turn-" in m["content"] for m in tool_messages)
+    assert f"were removed from the conversation to keep it within {window} tokens" in last["messages"][1]["content"]
 
 
 def test_bench_run_flags_reach_the_server_and_the_records(tmp_path: Path, loopback, completion, capsys) -> None:
