@@ -78,9 +78,7 @@ def long_turn(turn: int) -> tuple[list[tuple[str, str]], str]:
     [(60, 32_000), pytest.param(300, 128_000, marks=pytest.mark.slow)],
     ids=["60-turns-32k", "300-turns-128k"],
 )
-def test_long_episodes_never_exceed_the_context(
-    tmp_path: Path, loopback, completion, turns: int, window: int
-) -> None:
+def test_long_episodes_never_exceed_the_context(tmp_path: Path, loopback, completion, turns: int, window: int) -> None:
     """Every request of a heavy episode fits the context window, and the episode did press against it (the
     default suite runs 60 turns against a 32k window; the 300-turn, 128k run is slow)."""
     pytest.importorskip("openai")
