@@ -1,16 +1,22 @@
 """``brick-gym``: check, find, describe, demo, speed, render, elo and vqa-score from the command line.
 
-Exit codes of ``check``: 0 valid, 1 invalid, 2 unusable input (missing, unreadable or malformed file). Every
-command exits 2 on unusable input, with one ``error:`` line naming the file (and line) at fault.
+``check`` takes any number of files and folders (searched recursively for ``.ldr``/``.mpd``) and checks them all
+in one process, one report per file (with ``--json``, one JSON object per line). Its exit code: 2 when any input
+is unusable (missing, unreadable or malformed file, a folder without models, a bad inventory), else 1 when any
+model is invalid, else 0. Every other command exits 2 on unusable input, with one ``error:`` line naming the
+file (and line) at fault.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+MODEL_SUFFIXES = (".ldr", ".mpd")
 
 
 def _rules(setting: str, inventory: str | None):
@@ -19,53 +25,72 @@ def _rules(setting: str, inventory: str | None):
     return Rules.for_setting(setting, inventory)
 
 
+def model_files(paths: Sequence[str]) -> Iterator[tuple[str, str | None]]:
+    """``(path, None)`` for every model to check, in the order given (a folder's ``.ldr``/``.mpd`` files sorted,
+    hidden entries and symlinked folders skipped), or ``(path, error)`` for an input that names none."""
+    for given in paths:
+        if not os.path.isdir(given):
+            yield given, None
+            continue
+        found = []
+        for root, dirs, files in os.walk(given):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            found += [os.path.join(root, f) for f in files if f.lower().endswith(MODEL_SUFFIXES) and f[0] != "."]
+        if not found:
+            yield given, f"{given}: no .ldr or .mpd file in this folder"
+        yield from ((path, None) for path in sorted(found))
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    """Load an LDraw file, run the full BrickBench check and print the report."""
+    """Run the full BrickBench check on every given file (and every model in the given folders) in one process."""
+    from rich.console import Console
+    from rich.progress import Progress
+
     from brick_gym.core.ldraw import LDrawError
-    from brick_gym.core.modelfile import load
     from brick_gym.core.rules import InventoryError
-    from brick_gym.core.validity import Issue, Report, check
+    from brick_gym.core.validity import check_file
 
     try:
         rules = _rules(args.setting, args.inventory)
     except (InventoryError, ValueError) as exc:
         return _unusable(args, str(exc))
-    try:
-        loaded = load(args.path, rules)
-    except LDrawError as exc:
-        return _unusable(args, str(exc), kind="parse")
-    except OSError as exc:
-        return _unusable(args, f"{args.path}: {exc.strerror or exc}")
-    report = check(loaded.assembly, stability=not args.no_stability)
-    problems = tuple(Issue(p.kind, (), p.message) for p in loaded.problems)
-    if problems:
-        report = Report(
-            valid=False,
-            setting=report.setting,
-            pieces=report.pieces,
-            components=report.components,
-            issues=problems + report.issues,
-            joints=report.joints,
-            max_displacement=report.max_displacement,
-            timings=report.timings,
-        )
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2))
-    else:
-        print(f"{args.path}")
-        print(report.summary())
-    return 0 if report.valid else 1
+    inputs = list(model_files(args.paths))
+    counts = {"valid": 0, "invalid": 0, "unusable": 0}
+    console = Console(stderr=True)
+    with Progress(console=console, transient=True, disable=len(inputs) < 2 or not console.is_terminal) as bar:
+        task = bar.add_task("checking", total=len(inputs))
+        for path, error in inputs:
+            bar.update(task, description=f"checking {os.path.basename(path)}")
+            report = None
+            if error is None:
+                try:
+                    report = check_file(path, rules, stability=not args.no_stability)
+                except LDrawError as exc:
+                    error = str(exc)
+                except OSError as exc:
+                    error = f"{path}: {exc.strerror or exc}"
+            if report is None:
+                counts["unusable"] += 1
+                _unusable(args, error or path, path=path, setting=rules.setting.name)
+            else:
+                counts["valid" if report.valid else "invalid"] += 1
+                if args.json:
+                    print(json.dumps({"path": path, **report.to_json()}), flush=True)
+                else:
+                    print(path)
+                    print(report.summary(), flush=True)
+            bar.advance(task)
+    if len(inputs) > 1:
+        print(", ".join(f"{n} {k}" for k, n in counts.items()) + f" of {len(inputs)} files", file=sys.stderr)
+    return 2 if counts["unusable"] else 1 if counts["invalid"] else 0
 
 
-def _unusable(args: argparse.Namespace, message: str, kind: str = "parse") -> int:
+def _unusable(args: argparse.Namespace, message: str, *, path: str | None = None, setting: str | None = None) -> int:
+    """Report an input that cannot be checked: a ``parse`` report line with ``--json``, else ``error:`` on stderr."""
     if getattr(args, "json", False):
-        out = {
-            "valid": False,
-            "pieces": 0,
-            "components": 0,
-            "issues": [{"kind": kind, "pieces": [], "message": message}],
-        }
-        print(json.dumps(out, indent=2))
+        out = {"valid": False, "setting": setting or args.setting, "pieces": 0, "components": 0}
+        out["issues"] = [{"kind": "parse", "pieces": [], "message": message}]
+        print(json.dumps({"path": path, **out} if path is not None else out), flush=True)
     else:
         print(f"error: {message}", file=sys.stderr)
     return 2
@@ -345,11 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="brick-gym", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("check", help="full BrickBench validity check of an .ldr/.mpd file")
-    p.add_argument("path")
+    p = sub.add_parser("check", help="full BrickBench validity check of .ldr/.mpd files and folders of them")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="model files, or folders searched for .ldr/.mpd")
     p.add_argument("--setting", default="free", help="model, set, alt-build or free (default: free)")
     p.add_argument("--inventory", help="BRICKAGENT_SET-style inventory JSON (alt-build)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--json", action="store_true", help="one JSON report per line, each with its path")
     p.add_argument("--no-stability", action="store_true", help="skip the physics test")
     p.set_defaults(func=cmd_check)
 

@@ -25,6 +25,7 @@ EXTRAS: dict[str, str] = {
     "anthropic": "llm",
     "wandb": "experiments",
     "brickagent": "peers",
+    "coacd": "colliders",
 }
 """Top-level package -> the brick_gym extra that installs it (pyproject's optional-dependencies)."""
 

@@ -92,6 +92,39 @@ def test_unknown_part_exits_1_with_unknown_part_issue(tmp_path, capsys) -> None:
     assert issues[0]["kind"] == "unknown_part" and "zzz" in issues[0]["message"]
 
 
+def test_check_many_files_and_folders_one_json_line_each(tmp_path, capsys) -> None:
+    good = save(readme_wall(), tmp_path / "a" / "wall.mpd")
+    bad = Assembly(strict=False)
+    bad.add("3001", "red")
+    bad.add("3001", "blue", translation(20, 0, 0))
+    save(bad, tmp_path / "a" / "sub" / "clash.ldr")
+    (tmp_path / "a" / "notes.txt").write_text("not a model")
+    (tmp_path / "a" / ".hidden.ldr").write_text("1 4 0 0 0 1 0 0 0 1 0 0 0 1 3001.dat\n")
+    code, out, err = run(capsys, "check", str(tmp_path / "a"), str(good), "--json", "--no-stability")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 1
+    assert [line["path"] for line in lines] == [str(tmp_path / "a" / "sub" / "clash.ldr"), str(good), str(good)]
+    assert [line["valid"] for line in lines] == [False, True, True]
+    assert "2 valid, 1 invalid, 0 unusable of 3 files" in err
+
+
+def test_check_many_with_an_unusable_input_exits_2_and_checks_the_rest(tmp_path, capsys) -> None:
+    good = save(readme_wall(), tmp_path / "wall.mpd")
+    broken = tmp_path / "broken.ldr"
+    broken.write_text("7 what is this\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    argv = ("check", str(broken), str(tmp_path / "missing.mpd"), str(empty), str(good), "--json", "--no-stability")
+    code, out, _ = run(capsys, *argv)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 2
+    assert [line["valid"] for line in lines] == [False, False, False, True]
+    assert [line["issues"][0]["kind"] for line in lines[:3]] == ["parse"] * 3
+    assert "no .ldr or .mpd file" in lines[2]["issues"][0]["message"] and lines[2]["path"] == str(empty)
+    code, out, err = run(capsys, "check", str(broken), str(good), "--no-stability")
+    assert code == 2 and "error:" in err and "broken.ldr" in err and "VALID" in out
+
+
 def test_find_and_describe(capsys) -> None:
     code, out, _ = run(capsys, "find", "brick", "2x4")
     assert code == 0 and out.splitlines()[0].startswith("3001 ")

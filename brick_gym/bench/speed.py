@@ -7,6 +7,7 @@ When ``brickagent`` is installed, its unchecked ``attach`` is timed on the same 
 
 from __future__ import annotations
 
+import math
 import statistics
 import subprocess
 import sys
@@ -16,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from brick_gym.core.assembly import Assembly, Outcome, Placement
-from brick_gym.core.examples import running_bond_wall
+from brick_gym.core.examples import running_bond_wall, translation
+from brick_gym.core.validity import check
 
 WALL_BRICKS_PER_COURSE = 40
 
@@ -82,7 +84,6 @@ def _brickagent_attach_us(courses: int) -> float | None:
 def run_speed(*, quick: bool = False) -> dict[str, Any]:
     """Measure every figure; ``quick`` shrinks the largest sizes (for smoke tests, not for reporting)."""
     from brick_gym.core.catalog import catalog
-    from brick_gym.core.validity import check
 
     sizes = (50, 400) if quick else (50, 400, 2000)
     figures: dict[str, Any] = {"quick": quick}
@@ -115,6 +116,7 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     figures["full_check_s"] = full
     figures["full_check_first_call_s"] = first
     figures["full_check_valid"] = stability
+    figures["full_check_touching_towers_s"] = _touching_towers_check_s(50 if quick else 2000)
     figures["brickagent_attach_us"] = _brickagent_attach_us(_courses_for(400))
     ours = figures["placement_us"].get("400")
     theirs = figures["brickagent_attach_us"]
@@ -130,6 +132,32 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     except ImportError as exc:  # the rl extra is not installed
         figures["registered_envs_error"] = f"{type(exc).__name__}: {exc}"
     return figures
+
+
+def touching_towers(pieces: int, height: int = 5) -> Assembly:
+    """``pieces`` 2×4 bricks as towers of ``height`` in a square grid, 1 LDU apart: every part is a separate
+    component's neighbour, so the drop test gives each its collider (a decomposition where one ships)."""
+    towers = max(1, pieces // height)
+    side = math.ceil(math.sqrt(towers))
+    asm = Assembly(name="towers")
+    for k in range(towers):
+        top = asm.add("3001", "red", translation(81.0 * (k % side), 0.0, 41.0 * (k // side))).piece
+        for _ in range(height - 1):
+            top = asm.attach("3001", "red", to=f"{top}.stud[0]").piece
+    return asm
+
+
+def _touching_towers_check_s(pieces: int) -> dict[str, Any]:
+    """Full-check seconds of :func:`touching_towers` with decomposed and with hull colliders (warm calls)."""
+    asm = touching_towers(pieces)
+    out: dict[str, Any] = {"pieces": len(asm)}
+    for colliders in ("decomposed", "hull"):
+        check(asm, colliders=colliders)  # warm: shapes, OBJ texts, meshes
+        t = time.perf_counter()
+        report = check(asm, colliders=colliders)
+        out[colliders] = round(time.perf_counter() - t, 4)
+        out[f"{colliders}_valid"] = report.valid
+    return out
 
 
 def _env_step_vs_place_us(n_pieces: int, steps: int = 40) -> tuple[float, float]:

@@ -278,38 +278,28 @@ def check_model_file(path: str | os.PathLike[str], rules: Any, *, stability: boo
     full check, ``valid`` false when anything could not be loaded; an unusable file gives one ``parse`` issue.
     """
     from brick_gym.core.ldraw import LDrawError
-    from brick_gym.core.modelfile import load
+    from brick_gym.core.validity import check_file
 
     try:
-        loaded = load(path, rules)
+        return check_file(path, rules, stability=stability).to_json()
     except LDrawError as exc:
         return _unusable_report(str(exc), rules.setting.name)
     except OSError as exc:
         return _unusable_report(f"{path}: {exc.strerror or exc}", rules.setting.name)
-    return _loaded_report(loaded, stability)
 
 
 def check_model_text(text: str, name: str, rules: Any, *, stability: bool = True) -> dict[str, Any]:
-    """:func:`check_model_file` for LDraw text (e.g. the model a ``build.py`` exported)."""
+    """:func:`check_model_file` for LDraw text (e.g. the model a ``build.py`` exported): a brick_gym export carries
+    the build's authored connections (``0 !BRICK_GYM CONNECT`` lines), so they are required exact as in the build."""
     from brick_gym.core.ldraw import LDrawError, read_ldraw
     from brick_gym.core.modelfile import from_model
+    from brick_gym.core.validity import check_loaded
 
     try:
         loaded = from_model(read_ldraw(text, name), rules)
     except LDrawError as exc:
         return _unusable_report(str(exc), rules.setting.name)
-    return _loaded_report(loaded, stability)
-
-
-def _loaded_report(loaded: Any, stability: bool) -> dict[str, Any]:
-    from brick_gym.core.validity import check
-
-    report = check(loaded.assembly, stability=stability).to_json()
-    problems = [{"kind": p.kind, "pieces": [], "message": p.message} for p in loaded.problems]
-    if problems:
-        report["valid"] = False
-        report["issues"] = problems + report["issues"]
-    return report
+    return check_loaded(loaded, stability=stability).to_json()
 
 
 def task_folders(folder: str | os.PathLike[str]) -> list[Path]:

@@ -177,6 +177,24 @@ class Joint(NamedTuple):
         return self.residual <= cx.EXACT_TOLERANCE
 
 
+class Connection(NamedTuple):
+    """An authored connection: connector ``a_conn`` of piece ``a`` meant to fit ``b_conn`` of piece ``b`` exactly
+    (flat indices), a < b. Made by every placement by connectors and by :meth:`Assembly.author`; the full check
+    requires each to be an exact joint (BrickAgent's rule), while joints nobody authored may be near misses."""
+
+    a: int
+    a_conn: int
+    b: int
+    b_conn: int
+
+    @classmethod
+    def of(cls, piece: int, conn: int, other: int, other_conn: int) -> Connection:
+        """The connection between two piece connectors, in either order."""
+        if (piece, conn) <= (other, other_conn):
+            return cls(piece, conn, other, other_conn)
+        return cls(other, other_conn, piece, conn)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """Result of a mutation: applied, or refused with a reason code, a message and the pieces involved."""
@@ -240,6 +258,7 @@ class Assembly:
         self._collisions = CollisionIndex()
         """Every other piece (fcl narrow phase)."""
         self._history: list[tuple] = []
+        self._authored: dict[int, dict[Connection, None]] = {}
         self.revision = 0
         """Counts committed changes (pieces added or removed): caches compare it to know they are current."""
 
@@ -258,6 +277,11 @@ class Assembly:
         """Every joint, each once, sorted."""
         seen = {j for links in self._links.values() for j in links.values()}
         return sorted(seen, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
+
+    @property
+    def authored(self) -> list[Connection]:
+        """Every authored connection (what attach made, plus those named with :meth:`author`), each once, sorted."""
+        return sorted({c for conns in self._authored.values() for c in conns})
 
     @property
     def components(self) -> list[list[int]]:
@@ -342,6 +366,38 @@ class Assembly:
             by = (m.group(1), int(m.group(2)))
         return self.place(Placement(part, colour, target, tuple(by), yaw, flip, slide, rotation))
 
+    def author(self, a: ConnectorRef | str | tuple, b: ConnectorRef | str | tuple) -> Outcome:
+        """Record that connectors ``a`` and ``b`` of two placed pieces are meant to be joined, as ``attach`` records
+        its connection (BrickAgent's ``contacts``): the full check then requires an exact fit between them. Pieces
+        placed by pose (``add``, a model file) carry no authored connection until one is named here."""
+        try:
+            ra, rb = ConnectorRef.parse(a), ConnectorRef.parse(b)
+        except ValueError as exc:
+            return _refuse("bad_connector", str(exc))
+        ends = []
+        for r in (ra, rb):
+            piece = self.pieces.get(r.piece)
+            if piece is None:
+                return _refuse("no_piece", f"{r}: no piece #{r.piece} in the assembly")
+            try:
+                ends.append((piece, piece.part.connector(r.group, r.index)))
+            except (KeyError, IndexError) as exc:
+                return _refuse("bad_connector", f"{r}: {exc.args[0]}", (piece.id,))
+        (pa, ca), (pb, cb) = ends
+        if pa.id == pb.id or not cx.mates(ca, cb):
+            why = (
+                "are on the same piece"
+                if pa.id == pb.id
+                else f"cannot mate ({ca.group} takes {', '.join(_partners(ca))})"
+            )
+            return _refuse("no_mate", f"{ra} of {pa.describe()} and {rb} of {pb.describe()} {why}", (pa.id, pb.id))
+        connection = Connection.of(pa.id, ca.index, pb.id, cb.index)
+        if connection in self._authored.get(pa.id, ()):
+            return Outcome(True, None, f"{ra} to {rb} is already authored", None, (pa.id, pb.id))
+        self._record(connection)
+        self._history.append(("author", connection))
+        return Outcome(True, None, f"authored {ra} of {pa.describe()} to {rb} of {pb.describe()}", None, (pa.id, pb.id))
+
     def pose_for(self, placement: Placement) -> np.ndarray | None:
         """The world pose a placement would give its part, or None when it cannot be resolved."""
         if placement.target is None:
@@ -386,21 +442,29 @@ class Assembly:
             return _refuse("no_piece", f"no piece #{piece_id} in the assembly")
         piece = self.pieces[piece_id]
         joints = self._detach(piece_id)
-        self._history.append(("remove", piece, joints, self._next_id))
+        self._history.append(("remove", piece, joints, self._next_id, self._forget(piece_id)))
         return Outcome(True, None, f"removed {piece.describe()}", piece_id, (piece_id,), tuple(joints))
 
     def undo(self) -> Outcome:
-        """Revert the last applied add/attach/remove exactly."""
+        """Revert the last applied add/attach/remove/author exactly."""
         if not self._history:
             return _refuse("nothing_to_undo", "nothing to undo")
         record = self._history.pop()
+        if record[0] == "author":
+            connection = record[1]
+            for end in (connection.a, connection.b):
+                self._authored[end].pop(connection, None)
+            return Outcome(True, None, "undid an authored connection", None, (connection.a, connection.b))
         if record[0] == "add":
             _, piece_id, next_id = record
             self._detach(piece_id)
+            self._forget(piece_id)
             self._next_id = next_id
             return Outcome(True, None, f"undid placement of #{piece_id}", piece_id, (piece_id,))
-        _, piece, joints, next_id = record
+        _, piece, joints, next_id, authored = record
         self._insert(piece, joints)
+        for connection in authored:
+            self._record(connection)
         self._next_id = next_id
         return Outcome(True, None, f"undid removal of {piece.describe()}", piece.id, (piece.id,), tuple(joints))
 
@@ -501,6 +565,8 @@ class Assembly:
         if dry_run:
             return Outcome(True, None, f"would place {candidate.describe()}", None, (), tuple(joints))
         self._insert(candidate, joints)
+        if authored is not None:
+            self._record(Connection.of(authored[0], authored[1], new_id, authored[2]))
         self._next_id = new_id + 1
         self._history.append(("add", new_id, new_id))
         return Outcome(True, None, f"placed {candidate.describe()}", new_id, (new_id,), tuple(joints))
@@ -648,6 +714,19 @@ class Assembly:
             self._adjacent[j.b][j.a] += 1
             self._merge(j.a, j.b)
 
+    def _record(self, connection: Connection) -> None:
+        """Index an authored connection under both its pieces."""
+        for end in (connection.a, connection.b):
+            self._authored.setdefault(end, {})[connection] = None
+
+    def _forget(self, piece_id: int) -> list[Connection]:
+        """Drop (and return) the authored connections of a piece that is leaving."""
+        gone = list(self._authored.pop(piece_id, ()))
+        for connection in gone:
+            other = connection.b if connection.a == piece_id else connection.a
+            self._authored.get(other, {}).pop(connection, None)
+        return gone
+
     def _merge(self, a: int, b: int) -> None:
         ra, rb = self._component_of[a], self._component_of[b]
         if ra == rb:
@@ -729,6 +808,7 @@ class Assembly:
                 for a, b in ((self.pieces[k], other.pieces[k]) for k in self.pieces)
             )
             and self.joints == other.joints
+            and self.authored == other.authored
         )
 
     __hash__ = None  # type: ignore[assignment]

@@ -5,6 +5,8 @@ Only line type 1 (a sub-file reference) places anything in a model file. A refer
 the referencing line's colour); any other reference is a part, identified by its lowercase stem (``3001``,
 ``s/3001s01``). Geometry lines (types 2-5) are legal but place no parts: they are skipped and counted.
 Units are LDU, -Y is up. Numbers are written with the shortest repr-exact digits, so read(write(x)) == x.
+brick_gym's own meta lines (``0 !BRICK_GYM ...``, ignored by other tools as unknown meta commands) are kept when
+they stand in the main model; ``modelfile`` gives them their meaning.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import numpy as np
 __all__ = [
     "MAX_DEPTH",
     "MAX_PARTS",
+    "META_COMMAND",
     "LDrawError",
+    "LDrawMeta",
     "LDrawModel",
     "LDrawPart",
     "LDrawReference",
@@ -42,6 +46,9 @@ MAX_DEPTH = 64
 
 MAX_PARTS = 1_000_000
 """Most parts a flattened model may hold; guards against submodels that multiply exponentially."""
+
+META_COMMAND = "!BRICK_GYM"
+"""The meta command of brick_gym's own ``0`` lines."""
 
 INHERIT_COLOURS = frozenset({16, 24})
 """Colour codes that take the colour of the referencing line (16: main colour, 24: edge colour)."""
@@ -108,6 +115,14 @@ class LDrawPart:
 
 
 @dataclass(frozen=True)
+class LDrawMeta:
+    """A ``0 !BRICK_GYM ...`` line of the main model: the words after the command, and ``"<subfile>:<line>"``."""
+
+    words: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
 class LDrawModel:
     """A flattened LDraw model: main model name, parts in depth-first file order, subfile names, skipped lines."""
 
@@ -115,6 +130,7 @@ class LDrawModel:
     parts: tuple[LDrawPart, ...]
     subfiles: tuple[str, ...]
     skipped_geometry: int
+    meta: tuple[LDrawMeta, ...] = ()
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -215,10 +231,10 @@ def _parse_type1(stripped: str, err: _ErrorAt, line: int) -> _Ref:
     return _Ref(colour=colour, pose=pose, target=fields[14], line=line, text=stripped)
 
 
-def _split_subfiles(text: str, name: str) -> tuple[list[_Subfile], bool, int]:
+def _split_subfiles(text: str, name: str) -> tuple[list[_Subfile], bool, int, list[LDrawMeta]]:
     """Split text into subfiles (one implicit subfile for a plain .ldr) with parsed type-1 lines.
 
-    Returns (subfiles, is_mpd, geometry line count).
+    Returns (subfiles, is_mpd, geometry line count, brick_gym meta lines of the main model).
     """
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -231,6 +247,7 @@ def _split_subfiles(text: str, name: str) -> tuple[list[_Subfile], bool, int]:
         current = _Subfile(name, [])
         subfiles.append(current)
     geometry = 0
+    meta: list[LDrawMeta] = []
     for n, stripped in enumerate(lines, start=1):
         if not stripped:
             continue
@@ -254,6 +271,8 @@ def _split_subfiles(text: str, name: str) -> tuple[list[_Subfile], bool, int]:
                 subfiles.append(current)
             elif command == "NOFILE" and is_mpd:
                 current = None
+            elif command == META_COMMAND and current is not None and current is subfiles[0]:
+                meta.append(LDrawMeta(tuple(stripped.split()[2:]), f"{current.name}:{n}"))
             continue
         if kind not in ("1", "2", "3", "4", "5"):
             raise err(
@@ -268,7 +287,7 @@ def _split_subfiles(text: str, name: str) -> tuple[list[_Subfile], bool, int]:
             current.refs.append(_parse_type1(stripped, err, n))
         else:
             geometry += 1
-    return subfiles, is_mpd, geometry
+    return subfiles, is_mpd, geometry, meta
 
 
 class _Flattener:
@@ -364,7 +383,7 @@ def read_ldraw(text: str, name: str = "model.ldr") -> LDrawModel:
     """Parse .ldr or .mpd text into a flattened model; `name` labels a plain .ldr and its error messages."""
     if not isinstance(text, str):
         raise TypeError(f"read_ldraw expects str, got {type(text).__name__}; use read_ldraw_file for files")
-    subfiles, is_mpd, geometry = _split_subfiles(text, name)
+    subfiles, is_mpd, geometry, meta = _split_subfiles(text, name)
     main = subfiles[0]
     submodels = {_key(s.name): s for s in subfiles} if is_mpd else {}
     flattener = _Flattener(submodels, name)
@@ -373,7 +392,7 @@ def read_ldraw(text: str, name: str = "model.ldr") -> LDrawModel:
     out: list[LDrawPart] = []
     flattener.flatten(main, None, 16, chain, out)
     names = tuple(s.name for s in subfiles) if is_mpd else ()
-    return LDrawModel(name=main.name, parts=tuple(out), subfiles=names, skipped_geometry=geometry)
+    return LDrawModel(name=main.name, parts=tuple(out), subfiles=names, skipped_geometry=geometry, meta=tuple(meta))
 
 
 def read_ldraw_file(path: str | os.PathLike[str]) -> LDrawModel:
@@ -514,11 +533,26 @@ def write_ldr(
     author: str = "brick_gym",
     *,
     name: str | None = None,
+    meta: Iterable[Sequence[str]] = (),
 ) -> str:
-    """A plain .ldr: header (Name defaults to `<title>.ldr`) and one type-1 line per (stem, colour, pose)."""
+    """A plain .ldr: header (Name defaults to `<title>.ldr`), one type-1 line per (stem, colour, pose), then one
+    ``0 !BRICK_GYM <words>`` line per entry of ``meta``."""
     lines = _header(title, _ldr_name(title if name is None else name), author)
     lines += [format_part_line(stem, colour, pose) for stem, colour, pose in _part_tuples(parts)]
+    lines += _meta_lines(meta)
     return "\n".join(lines) + "\n"
+
+
+def _meta_lines(meta: Iterable[Sequence[str]]) -> list[str]:
+    """``0 !BRICK_GYM <words>`` lines; every word one token of printable text."""
+    out = []
+    for words in meta:
+        for word in words:
+            _check_line_text(word, "meta word")
+            if len(word.split()) != 1:
+                raise ValueError(f"meta word {word!r} must be a single token without spaces")
+        out.append(" ".join(["0", META_COMMAND, *words]))
+    return out
 
 
 def write_mpd(
@@ -526,8 +560,11 @@ def write_mpd(
     name: str = "model",
     author: str = "brick_gym",
     groups: Sequence[Sequence[int]] | None = None,
+    *,
+    meta: Iterable[Sequence[str]] = (),
 ) -> str:
-    """An .mpd whose first file `<name>.ldr` is the main model; without `groups` it is the only file.
+    """An .mpd whose first file `<name>.ldr` is the main model; without `groups` it is the only file. Each entry of
+    ``meta`` becomes a ``0 !BRICK_GYM <words>`` line at the end of the main model.
 
     Each group (part indices) becomes a submodel `<name>-group<k>.ldr`, keeping its parts' own colours, referenced
     once from the main file at identity pose with colour 16. The main file lists ungrouped parts and group references
@@ -560,7 +597,7 @@ def write_mpd(
         first = min(group) if group else len(items) + g
         entries.append((first, _reference_line(group_names[g], 16, _IDENTITY)))
     entries.sort(key=lambda entry: entry[0])
-    out = file_block(main_name, base, [line for _, line in entries])
+    out = file_block(main_name, base, [line for _, line in entries] + _meta_lines(meta))
     for g, group in enumerate(groups):
         body = [format_part_line(*items[i]) for i in group]
         out += file_block(group_names[g], f"{base} group {g + 1}", body)
@@ -568,23 +605,29 @@ def write_mpd(
 
 
 def write_mpd_files(
-    files: Sequence[tuple[str, Sequence[tuple[str, int, np.ndarray]]]], author: str = "brick_gym"
+    files: Sequence[tuple[str, Sequence[tuple[str, int, np.ndarray]]]],
+    author: str = "brick_gym",
+    *,
+    meta: Iterable[Sequence[str]] = (),
 ) -> str:
     """An .mpd of several files, the first being the main model: ``[(file name, [(target, colour, pose), ...])]``.
 
     A target naming another file of the list is written as a submodel reference; any other target is a part stem
-    (written ``<stem>.dat``). Numbers are shortest repr-exact, as everywhere in this module.
+    (written ``<stem>.dat``). Numbers are shortest repr-exact, as everywhere in this module. Each entry of ``meta``
+    becomes a ``0 !BRICK_GYM <words>`` line at the end of the main model.
     """
     names = [_check_line_text(n, "file name") for n, _ in files]
     keys = [_key(n) for n in names]
     if len(set(keys)) != len(keys):
         raise ValueError(f"file names must be unique (ignoring case and slashes): {names}")
     out: list[str] = []
-    for file_name, refs in files:
+    for k, (file_name, refs) in enumerate(files):
         base = file_name.rsplit(".", 1)[0] or file_name
         body = [
             _reference_line(target, colour, pose) if _key(target) in keys else format_part_line(target, colour, pose)
             for target, colour, pose in refs
         ]
+        if k == 0:
+            body += _meta_lines(meta)
         out += [f"0 FILE {file_name}", *_header(base, file_name, author), *body, "0 NOFILE"]
     return "\n".join(out) + "\n"

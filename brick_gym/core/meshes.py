@@ -8,6 +8,7 @@ then flags exactly the overlaps deeper than that allowance.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
@@ -80,6 +81,31 @@ class PartMesh:
             return self.vertices[ConvexHull(self.vertices).vertices]
         except (QhullError, ValueError):
             return self.vertices
+
+
+def hull_points(points: np.ndarray) -> np.ndarray:
+    """Vertices of the convex hull of ``points`` in lexicographic order (all points if they span no volume).
+
+    The order is canonical because Bullet's contacts depend on the order of a hull's vertices."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    with contextlib.suppress(QhullError, ValueError):  # flat: keep every point
+        points = points[ConvexHull(points).vertices]
+    return points[np.lexsort(points.T[::-1])]
+
+
+def grown_hull(points: np.ndarray, distance: float) -> np.ndarray:
+    """:func:`hull_points` of the convex hull of ``points`` with every face moved outward by ``distance``
+    (inward when negative); a flat point set is left as it is."""
+    from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
+
+    try:
+        planes = np.unique(ConvexHull(points).equations.round(12), axis=0)
+        planes[:, 3] -= distance
+        corners = HalfspaceIntersection(planes, points.mean(axis=0)).intersections
+    except (QhullError, ValueError):
+        return hull_points(points)
+    return hull_points(corners)
 
 
 _STORE_LOCK = threading.Lock()

@@ -1,4 +1,15 @@
-"""Assemblies to and from LDraw files: exact round trips, BrickNet aliases, errors that name the line."""
+"""Assemblies to and from LDraw files: exact round trips, BrickNet aliases, errors that name the line.
+
+A file brick_gym writes records the assembly's authored connections (what ``attach`` made, and those named with
+``Assembly.author``), one meta line each at the end of the main model, which other tools ignore::
+
+    0 !BRICK_GYM CONNECT 1 hole[0] 0 stud[3]
+
+meaning: part 1's ``hole[0]`` is meant to fit part 0's ``stud[3]`` exactly, parts numbered from 0 in the order a
+reader flattens the file (brick_gym numbers pieces that way when it reads a file). Reading it back restores them,
+so re-checking the file gives the verdict the assembly got. A file without such lines (from any other tool) has
+no authored connections; other ``!BRICK_GYM`` commands are ignored, a malformed ``CONNECT`` is a ``parse`` problem.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly
+from brick_gym.core.assembly import Assembly, ConnectorRef
 from brick_gym.core.catalog import UnknownPart, catalog
 from brick_gym.core.colours import UnknownColour, colour
 from brick_gym.core.fileio import atomic_write_text
-from brick_gym.core.ldraw import LDrawError, LDrawModel, read_ldraw_file, write_ldr, write_mpd
+from brick_gym.core.ldraw import LDrawError, LDrawMeta, LDrawModel, read_ldraw_file, write_ldr, write_mpd
 from brick_gym.core.rules import Rules
+
+CONNECT = "CONNECT"
+"""The meta word of an authored connection."""
 
 ORTHONORMAL_SLACK = 1e-3
 """Rotation matrices this close to orthonormal (files written with few decimals) are snapped to the nearest one."""
@@ -40,12 +54,30 @@ class LoadedModel:
 
 
 def to_ldraw(assembly: Assembly, *, mpd: bool = True, title: str | None = None) -> str:
-    """The assembly as LDraw text: one ``.mpd`` file (default) or a plain ``.ldr``; pieces in id order."""
-    parts = [(p.part.stem, p.colour, p.pose) for p in sorted(assembly.pieces.values(), key=lambda p: p.id)]
+    """The assembly as LDraw text: one ``.mpd`` file (default) or a plain ``.ldr``; pieces in id order, then one
+    ``0 !BRICK_GYM CONNECT`` line per authored connection."""
+    pieces = sorted(assembly.pieces.values(), key=lambda p: p.id)
+    parts = [(p.part.stem, p.colour, p.pose) for p in pieces]
+    meta = connect_lines(assembly, {p.id: k for k, p in enumerate(pieces)})
     name = title or assembly.name
     if mpd:
-        return write_mpd(parts, name=name, author="brick_gym")
-    return write_ldr(parts, title=name, author="brick_gym")
+        return write_mpd(parts, name=name, author="brick_gym", meta=meta)
+    return write_ldr(parts, title=name, author="brick_gym", meta=meta)
+
+
+def connect_lines(assembly: Assembly, number: dict[int, int]) -> list[tuple[str, ...]]:
+    """The words of one ``0 !BRICK_GYM CONNECT`` line per authored connection, ``number`` giving each piece's
+    position in the file's flattened part order."""
+    return [
+        (
+            CONNECT,
+            str(number[c.a]),
+            assembly[c.a].part.connectors[c.a_conn].label,
+            str(number[c.b]),
+            assembly[c.b].part.connectors[c.b_conn].label,
+        )
+        for c in assembly.authored
+    ]
 
 
 def save(assembly: Assembly, path: str | os.PathLike[str]) -> Path:
@@ -92,7 +124,38 @@ def from_model(model: LDrawModel, rules: Rules | None = None, *, strict: bool = 
             leaves[-1] = outcome.piece
         else:
             problems.append(LoadProblem(outcome.reason or "parse", ld.source, f"{ld.source}: {outcome.message}"))
+    for line in model.meta:
+        problem = _authored_from(line, asm, leaves)
+        if problem is not None:
+            problems.append(LoadProblem("parse", line.source, f"{line.source}: {problem}"))
     return LoadedModel(asm, tuple(problems), sources, tuple(leaves))
+
+
+def _authored_from(line: LDrawMeta, asm: Assembly, leaves: list[int | None]) -> str | None:
+    """Record a ``CONNECT`` line's authored connection in ``asm`` (``leaves``: the piece each flattened part line
+    became, None where it could not be read); what is wrong with the line, or None."""
+    count = len(leaves)
+    if not line.words or line.words[0] != CONNECT:
+        return None
+    usage = "write it as '0 !BRICK_GYM CONNECT <part> <group>[<index>] <part> <group>[<index>]'"
+    if len(line.words) != 5:
+        return f"CONNECT needs two parts and two connectors; {usage}"
+    ends = []
+    for number, label in (line.words[1:3], line.words[3:5]):
+        if not number.isdigit():
+            return f"part number {number!r} is not a non-negative integer; {usage}"
+        if int(number) >= count:
+            return f"CONNECT names part {int(number)}, but the model has {count} part(s) (numbered from 0)"
+        piece = leaves[int(number)]
+        if piece is None:  # the part itself could not be read: its line says why
+            return None
+        ends.append(f"{piece}.{label}")
+    try:
+        refs = [ConnectorRef.parse(end) for end in ends]
+    except ValueError:
+        return f"connector {line.words[2]!r} or {line.words[4]!r} is not written as group[index]; {usage}"
+    outcome = asm.author(*refs)
+    return None if outcome.ok else f"CONNECT: {outcome.message}"
 
 
 def load(path: str | os.PathLike[str], rules: Rules | None = None, *, strict: bool = False) -> LoadedModel:

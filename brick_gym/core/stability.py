@@ -11,8 +11,8 @@ physics.py`` and ``check.py``), and from the team's REFERENCE.md (§1, validity 
 - Lateral friction 10 with friction anchors on bodies and ground; restitution 0.
 - Ground: an infinite plane through the lowest point of the whole assembly.
 - A component meets the ground only through the convex hull of all its geometry, and other components only through
-  its part colliders, which sit 0.02 LDU inside the surface (contact processing threshold 0.02). Part colliders
-  are built only for parts within 2·limit + margin of another component: contact farther away needs one of the
+  its part colliders, which sit 0.02 LDU inside the surface (contact processing threshold 0.02). Colliders are
+  built only where parts come within 2·limit + margin of another component: contact farther away needs one of the
   two to have moved past the limit first.
 - Motion is sampled every 10 steps (100 Hz) over the component's points; the verdict uses the peak distance over
   all samples and fails when it exceeds 3 LDU (strictly). A failed component is taken out of the world at once.
@@ -22,11 +22,17 @@ Choices here:
 - PyBullet works +Z up (LDraw is −Y up): poses go through the proper rotation ``LDRAW_TO_BULLET``, (x, y, z) →
   (x, z, −y). Units stay LDU as in BrickBench. The world is shifted so that the ground lies at z = 0 and the
   assembly is centred (precision).
-- Part colliders are one convex hull per part of bricklayer's mesh (shared per part type within a world), an
-  approximation of BrickNet's convex decomposition: contacts between separate components through concavities are
-  over-approximated. Protruding studs (BrickNet ``stud``/``open`` connectors) are left out of a part's collider,
-  since the hull of a part resting on them fills the hollow they would sit in; unconnected parts resting
-  stud-on-hole then stay put. The hull is grown back from bricklayer's 0.25 LDU inset to BrickBench's 0.02 LDU.
+- Part colliders are BrickNet's kind where the package ships one (``colliders``: CoACD convex decompositions of
+  bricklayer's mesh, 0.02 LDU inside the true surface). Other parts fall back to one convex hull of the mesh,
+  listed in the report's ``hull_colliders``: contacts through concavities are then over-approximated, so
+  protruding studs (BrickNet ``stud``/``open`` connectors) are left out of that hull, which would otherwise fill
+  the hollow they sit in, and unconnected parts resting stud-on-hole stay put; it is grown back from bricklayer's
+  0.25 LDU inset to BrickBench's 0.02 LDU.
+- Each component is laid out as BrickAgent lays it out: the base of a multibody is one compound of the convex
+  pieces that may touch another component (each piece whose bounds come within 2·limit + margin of a part of
+  another component), loaded by Bullet from an OBJ file in a temporary folder; its one link is the hull of all
+  its geometry, which alone meets the ground. One compound per component matters: with one compound per part
+  (as links), the many overlapping child contacts of two parts pressed 0.4 LDU together threw them apart.
 - Mass moments come from bricklayer's closed mesh (0.25 LDU inset; its hull if the mesh encloses no usable volume)
   rather than from BrickNet's pieces.
 - Sample points are the vertices of the component's convex hull: a rigid motion's displacement is convex in the
@@ -44,6 +50,8 @@ BrickBench's, the absolute 3 LDU limit flags tall thin walls: that wall rocks to
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,10 +59,11 @@ from functools import cache
 
 import numpy as np
 import pybullet as p
-from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError, cKDTree
+from scipy.spatial import ConvexHull, QhullError, cKDTree
 from scipy.spatial.transform import Rotation
 
-from brick_gym.core.meshes import SHIPPED_INSET_LDU, part_mesh
+from brick_gym.core.colliders import COLLIDER_SHRINK_LDU, decomposed_parts, decomposition
+from brick_gym.core.meshes import SHIPPED_INSET_LDU, grown_hull, hull_points, part_mesh
 
 __all__ = [
     "COLLIDER_SHRINK_LDU",
@@ -88,9 +97,6 @@ REST_SPEED_LDU_S = 1e-6
 
 REST_SAMPLES = 5
 """... at this many consecutive motion samples (40 ms), its speed not growing across them."""
-
-COLLIDER_SHRINK_LDU = 0.02
-"""BrickBench's part colliders sit this far inside the true surface: aligned neighbours neither touch nor jam."""
 
 CONTACT_MARGIN_LDU = 1.0
 """Slack added to 2·limit when deciding which parts may touch another component."""
@@ -136,6 +142,9 @@ class StabilityReport:
     components: tuple[ComponentVerdict, ...]
     seconds_simulated: float
     wall_time_s: float
+    hull_colliders: tuple[str, ...] = ()
+    """Part types that met other components through one convex hull (no shipped decomposition, or hulls asked
+    for), in first-seen order."""
 
     @property
     def stable(self) -> bool:
@@ -175,24 +184,6 @@ def _moments(tri: np.ndarray, apex: np.ndarray, *, absolute: bool) -> tuple[floa
     return volume, first, second
 
 
-def _hull_points(points: np.ndarray) -> np.ndarray:
-    """Vertices of the convex hull of ``points`` in lexicographic order (all points if they span no volume)."""
-    with contextlib.suppress(QhullError, ValueError):  # flat: keep every point
-        points = points[ConvexHull(points).vertices]
-    return points[np.lexsort(points.T[::-1])]  # canonical order: Bullet's contacts depend on vertex order
-
-
-def _grown(points: np.ndarray, distance: float) -> np.ndarray:
-    """Vertices of the convex hull of ``points`` with every face moved outward by ``distance``."""
-    try:
-        planes = np.unique(ConvexHull(points).equations.round(12), axis=0)
-        planes[:, 3] -= distance
-        corners = HalfspaceIntersection(planes, points.mean(axis=0)).intersections
-    except (QhullError, ValueError):  # flat: leave as is
-        return _hull_points(points)
-    return _hull_points(corners)
-
-
 def _stud_frames(stem: str) -> list[np.ndarray]:
     """BrickNet's protruding-stud connector frames of a part (empty if the part is unknown to BrickNet)."""
     from brick_gym.core.bricknet_data import connector_rows
@@ -204,7 +195,7 @@ def _stud_frames(stem: str) -> list[np.ndarray]:
 def _part_body(stem: str) -> _PartBody:
     """Mass moments, sample points and collider of one part type (cached per process, immutable)."""
     mesh = part_mesh(stem)
-    points = _hull_points(mesh.vertices)
+    points = hull_points(mesh.vertices)
     try:
         hull = _moments(points[ConvexHull(points).simplices], points.mean(axis=0), absolute=True)
     except (QhullError, ValueError):  # flat or degenerate: a 1 LDU³ point mass at the centroid
@@ -221,28 +212,93 @@ def _part_body(stem: str) -> _PartBody:
         local = (mesh.vertices - frame[:3, 3]) @ frame[:3, :3]
         inside = (local[:, 1] >= _STUD_BAND[0]) & (local[:, 1] <= _STUD_BAND[1])
         keep &= ~(inside & (np.hypot(local[:, 0], local[:, 2]) <= _STUD_RADIUS))
-    collider = _grown(mesh.vertices[keep] if keep.sum() >= 4 else points, SHIPPED_INSET_LDU - COLLIDER_SHRINK_LDU)
+    collider = grown_hull(mesh.vertices[keep] if keep.sum() >= 4 else points, SHIPPED_INSET_LDU - COLLIDER_SHRINK_LDU)
     return _PartBody(volume, first, second, points, collider)
 
 
-def _near_other_components(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, pad: float) -> np.ndarray:
-    """Which parts come within ``pad`` (box to box) of a part of another component."""
-    near = np.zeros(len(labels), dtype=bool)
+def _contact_regions(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, pad: float) -> dict[int, np.ndarray]:
+    """For every part that comes within ``pad`` (box to box) of a part of another component: the boxes of those
+    parts grown by ``pad``, as an (m, 2, 3) array of (low, high); parts near nothing are left out."""
+    neighbours: dict[int, set[int]] = {}
     if labels.max(initial=0) == 0:
-        return near
+        return {}
     largest = np.bincount(labels).argmax()
     centres, half = (lo + hi) / 2, (hi - lo) / 2
     radius = np.linalg.norm(half, axis=1)
     outside = np.flatnonzero(labels != largest)  # every cross-component pair has an end outside the largest
     found = cKDTree(centres).query_ball_point(centres[outside], radius[outside] + radius.max() + pad)
-    for i, hits in zip(outside, found, strict=True):
+    for i, hits in zip(outside.tolist(), found, strict=True):
         other = np.asarray(hits, dtype=np.intp)
         other = other[labels[other] != labels[i]]
         other = other[np.all(np.abs(centres[other] - centres[i]) <= half[other] + half[i] + pad, axis=1)]
-        if len(other):
-            near[i] = True
-            near[other] = True
-    return near
+        for j in other.tolist():
+            neighbours.setdefault(i, set()).add(j)
+            neighbours.setdefault(j, set()).add(i)
+    boxes = np.stack([lo - pad, hi + pad], axis=1)
+    return {i: boxes[sorted(others)] for i, others in sorted(neighbours.items())}
+
+
+@dataclass(frozen=True, eq=False)
+class _Pieces:
+    """A part's collider as convex pieces in its LDraw frame: stacked vertices, each piece's slice of them, its hull
+    triangles (indices into the stacked vertices), its OBJ block (its vertices, then its group) as a format string,
+    and its bounding box. Bullet makes each group the hull of the vertices listed since the group before, so every
+    piece lists its own vertices first, as BrickAgent's files do."""
+
+    vertices: np.ndarray
+    starts: np.ndarray
+    faces: tuple[np.ndarray, ...]
+    groups: tuple[str, ...]
+    centres: np.ndarray
+    halves: np.ndarray
+
+
+@cache
+def _collider_pieces(stem: str, colliders: str) -> _Pieces:
+    """The shipped decomposition when ``colliders`` is ``"decomposed"`` and there is one, else one piece, the convex
+    hull without studs; flat slivers (no volume, nothing to collide with) are left out. Cached per process."""
+    found = decomposition(stem) if colliders == "decomposed" else None
+    solid = []
+    for vertices in found.pieces if found is not None else (_part_body(stem).collider,):
+        with contextlib.suppress(QhullError, ValueError):
+            solid.append((vertices, ConvexHull(vertices, qhull_options="Qt Q12").simplices))
+    lows = np.array([v.min(axis=0) for v, _ in solid])
+    highs = np.array([v.max(axis=0) for v, _ in solid])
+    starts = np.cumsum([0] + [len(v) for v, _ in solid])
+    return _Pieces(
+        vertices=np.concatenate([v for v, _ in solid]),
+        starts=starts,
+        faces=tuple((f + start).ravel() for (_, f), start in zip(solid, starts.tolist(), strict=False)),
+        groups=tuple("v %.9g %.9g %.9g\n" * len(v) + "o p%d\n" + "f %d %d %d\n" * len(f) for v, f in solid),
+        centres=(lows + highs) / 2,
+        halves=(highs - lows) / 2,
+    )
+
+
+def _contact_obj(parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]], colliders: str, com, axes) -> str:
+    """OBJ text (one group per piece) of the convex pieces of a component that may touch another component, in its
+    principal frame: every piece of ``parts`` ((stem, rotation, position, neighbour boxes) in the world) whose box
+    meets a neighbour's. Empty when none does."""
+    groups, numbers, start = [], [], 1
+    for stem, rotation, position, boxes in parts:
+        pieces = _collider_pieces(stem, colliders)
+        centres = pieces.centres @ rotation.T + position
+        halves = pieces.halves @ np.abs(rotation).T
+        meets = (centres[:, None] - halves[:, None] <= boxes[None, :, 1]) & (
+            centres[:, None] + halves[:, None] >= boxes[None, :, 0]
+        )
+        keep = np.flatnonzero(meets.all(axis=2).any(axis=1))
+        if not len(keep):
+            continue
+        local = (pieces.vertices @ rotation.T + position - com) @ axes
+        for k in keep.tolist():
+            first, last = pieces.starts[k], pieces.starts[k + 1]
+            groups.append(pieces.groups[k])
+            numbers += [local[first:last].ravel(), np.array([len(groups)]), pieces.faces[k] + (start - first)]
+            start += last - first
+    if not groups:
+        return ""
+    return "".join(groups) % tuple(np.concatenate(numbers).tolist())
 
 
 @dataclass(frozen=True, eq=False)
@@ -337,14 +393,17 @@ def _build_body(
     client: int,
     moments: tuple[float, np.ndarray, np.ndarray],
     points: np.ndarray,
-    links: list[tuple[str, np.ndarray, np.ndarray]],
-    shapes: dict[str, int],
+    parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
+    colliders: str,
+    obj_path: str,
     friction: float,
 ) -> _Body:
-    """One component as a multibody: base = hull of ``points`` (meets the ground), links = part colliders.
+    """One component as a multibody, laid out as BrickAgent does: the base is one compound of the convex pieces
+    that may touch other components (meets them), its one link the hull of ``points`` (meets the ground).
 
-    ``moments`` are the component's volume and first and second volume moments in the world; ``links`` the
-    (stem, rotation, position) of the parts that may touch another component.
+    ``moments`` are the component's volume and first and second volume moments in the world; ``parts`` the
+    (stem, rotation, position, neighbour boxes) of its parts near another component; the compound is loaded from
+    an OBJ written to ``obj_path``.
     """
     total, first, second = moments
     com = first / total
@@ -354,40 +413,50 @@ def _build_body(
         axes[:, 0] = -axes[:, 0]
     diagonal = np.maximum(diagonal, diagonal.max() * 1e-9)
 
-    local = (_hull_points(points) - com) @ axes
+    local = (hull_points(points) - com) @ axes
     hull = p.createCollisionShape(p.GEOM_MESH, vertices=local.tolist(), physicsClientId=client)
-    for stem, _, _ in links:
-        if stem not in shapes:  # one shape per part type per world
-            collider = _part_body(stem).collider.tolist()
-            shapes[stem] = p.createCollisionShape(p.GEOM_MESH, vertices=collider, physicsClientId=client)
-    n = len(links)
+    text = _contact_obj(parts, colliders, com, axes)
+    compound = -1
+    if text:
+        with open(obj_path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        compound = p.createCollisionShape(p.GEOM_MESH, fileName=obj_path, physicsClientId=client)
     mass = total * DENSITY
     uid = p.createMultiBody(
         baseMass=mass,
-        baseCollisionShapeIndex=hull,
+        baseCollisionShapeIndex=compound,
         basePosition=com.tolist(),
         baseOrientation=_quat(axes),
-        linkMasses=[0.0] * n,
-        linkCollisionShapeIndices=[shapes[stem] for stem, _, _ in links],
-        linkVisualShapeIndices=[-1] * n,
-        linkPositions=[((t - com) @ axes).tolist() for _, _, t in links],
-        linkOrientations=[_quat(axes.T @ r) for _, r, _ in links],
-        linkInertialFramePositions=[(0.0, 0.0, 0.0)] * n,
-        linkInertialFrameOrientations=[(0.0, 0.0, 0.0, 1.0)] * n,
-        linkParentIndices=[0] * n,
-        linkJointTypes=[p.JOINT_FIXED] * n,
-        linkJointAxis=[(0.0, 0.0, 1.0)] * n,
+        linkMasses=[0.0],
+        linkCollisionShapeIndices=[hull],
+        linkVisualShapeIndices=[-1],
+        linkPositions=[(0.0, 0.0, 0.0)],
+        linkOrientations=[(0.0, 0.0, 0.0, 1.0)],
+        linkInertialFramePositions=[(0.0, 0.0, 0.0)],
+        linkInertialFrameOrientations=[(0.0, 0.0, 0.0, 1.0)],
+        linkParentIndices=[0],
+        linkJointTypes=[p.JOINT_FIXED],
+        linkJointAxis=[(0.0, 0.0, 1.0)],
         physicsClientId=client,
     )
     surface = {"lateralFriction": friction, "restitution": 0.0, "frictionAnchor": 1, "physicsClientId": client}
     p.changeDynamics(
-        uid, -1, mass=mass, localInertiaDiagonal=diagonal.tolist(), linearDamping=0.0, angularDamping=0.0, **surface
+        uid,
+        -1,
+        mass=mass,
+        localInertiaDiagonal=diagonal.tolist(),
+        linearDamping=0.0,
+        angularDamping=0.0,
+        contactProcessingThreshold=COLLIDER_SHRINK_LDU,
+        **surface,
     )
-    p.setCollisionFilterGroupMask(uid, -1, _HULL, _GROUND, physicsClientId=client)
-    for link in range(n):
-        p.changeDynamics(uid, link, contactProcessingThreshold=COLLIDER_SHRINK_LDU, **surface)
-        p.setCollisionFilterGroupMask(uid, link, _PIECES, _PIECES, physicsClientId=client)
+    p.changeDynamics(uid, 0, **surface)
+    p.setCollisionFilterGroupMask(uid, -1, _PIECES, _PIECES, physicsClientId=client)
+    p.setCollisionFilterGroupMask(uid, 0, _HULL, _GROUND, physicsClientId=client)
     return _Body(uid, com, axes, local)
+
+
+COLLIDER_KINDS = ("decomposed", "hull")
 
 
 def drop_test(
@@ -398,14 +467,19 @@ def drop_test(
     threshold_ldu: float = 3.0,
     friction: float = 10.0,
     early_exit: bool = True,
+    colliders: str = "decomposed",
 ) -> StabilityReport:
     """Drop every connected component under gravity as one rigid body and judge each as BrickBench does.
 
     ``components`` lists, per connected component, (piece id, part stem, 4×4 world pose in the LDraw frame, LDU).
     A component fails when any of its points moves more than ``threshold_ldu`` within ``duration_s``.
     ``early_exit`` stops once every remaining component has come to rest (see ``_Fleet.settled``); the run always
-    stops once every component has failed. Raises ``MeshUnavailable`` for a part without a mesh.
+    stops once every component has failed. ``colliders``: ``"decomposed"`` uses the shipped convex decompositions
+    for contacts between components where a part has one (the hull otherwise; listed in ``hull_colliders``),
+    ``"hull"`` uses one convex hull per part throughout. Raises ``MeshUnavailable`` for a part without a mesh.
     """
+    if colliders not in COLLIDER_KINDS:
+        raise ValueError(f"colliders must be one of {', '.join(COLLIDER_KINDS)}, got {colliders!r}")
     started = time.perf_counter()
     groups = [list(c) for c in components]
     if any(not c for c in groups):
@@ -451,12 +525,15 @@ def drop_test(
     first = rf + volume[:, None] * pos
     starts = np.concatenate([[0], np.cumsum([len(c) for c in groups])[:-1]])
     moments = [np.add.reduceat(a, starts, axis=0) for a in (volume, first, second)]
-    near = _near_other_components(lo, hi, labels, 2 * threshold_ldu + CONTACT_MARGIN_LDU)
+    regions = _contact_regions(lo, hi, labels, 2 * threshold_ldu + CONTACT_MARGIN_LDU)
+    shipped = decomposed_parts() if colliders == "decomposed" else frozenset()
+    hulls = list(dict.fromkeys(stems[i] for i in regions if stems[i] not in shipped))
 
     steps = max(1, round(duration_s * rate_hz))
     every = max(1, round(rate_hz / SAMPLE_HZ))
     done = 0
     client = p.connect(p.DIRECT)
+    folder = tempfile.TemporaryDirectory(prefix="brick-gym-drop-")  # Bullet loads compounds from OBJ files
     try:
         p.setPhysicsEngineParameter(
             fixedTimeStep=1.0 / rate_hz,
@@ -467,6 +544,7 @@ def drop_test(
             contactSlop=0.01,
             contactBreakingThreshold=0.005,
             contactERP=0.5,
+            enableFileCaching=0,
             physicsClientId=client,
         )
         p.setGravity(0.0, 0.0, -GRAVITY, physicsClientId=client)
@@ -476,12 +554,15 @@ def drop_test(
             ground, -1, lateralFriction=friction, restitution=0.0, frictionAnchor=1, physicsClientId=client
         )
         p.setCollisionFilterGroupMask(ground, -1, _GROUND, _HULL, physicsClientId=client)
-        shapes: dict[str, int] = {}
+        members: list[list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in groups]
+        for i, boxes in regions.items():
+            members[labels[i]].append((stems[i], rot[i], pos[i], boxes))
         bodies = []
         for j in range(len(groups)):
-            links = [(stems[i], rot[i], pos[i]) for i in np.flatnonzero((labels == j) & near)]
             component = (float(moments[0][j]), moments[1][j], moments[2][j])
-            bodies.append(_build_body(client, component, np.concatenate(points[j]), links, shapes, friction))
+            obj = os.path.join(folder.name, f"component{j}.obj")
+            body = _build_body(client, component, np.concatenate(points[j]), members[j], colliders, obj, friction)
+            bodies.append(body)
         fleet = _Fleet(client, bodies)
         for done in range(1, steps + 1):
             p.stepSimulation(physicsClientId=client)
@@ -494,11 +575,12 @@ def drop_test(
                 break
     finally:
         p.disconnect(physicsClientId=client)
+        folder.cleanup()
     peaks = fleet.peaks
     verdicts = tuple(
         ComponentVerdict(ids[j], float(peaks[j]), bool(peaks[j] <= threshold_ldu)) for j in range(len(groups))
     )
-    return StabilityReport(verdicts, done / rate_hz, time.perf_counter() - started)
+    return StabilityReport(verdicts, done / rate_hz, time.perf_counter() - started, tuple(hulls))
 
 
 _FOOT_BAND_LDU = 0.5

@@ -38,7 +38,7 @@ from brick_gym.core.ldraw import (
     subfile_key,
     write_mpd_files,
 )
-from brick_gym.core.modelfile import LoadedModel, from_model, to_ldraw
+from brick_gym.core.modelfile import LoadedModel, connect_lines, from_model, to_ldraw
 from brick_gym.core.queries import BadSelection, select
 from brick_gym.core.rules import Rules
 
@@ -552,6 +552,10 @@ def to_mpd(assembly: Assembly, structure: Structure | None, name: str | None = N
         if pid not in owner:
             entries.append((pid, (piece.part.stem, piece.colour, piece.pose)))
     entries.sort(key=lambda e: e[0])
+    order: list[int] = []  # pieces in the order a reader flattens the file: what the authored-connection lines count
+    by_first = {min(inst.pieces): inst for inst in live}
+    for first, _ in entries:
+        order += by_first[first].pieces if first in by_first else (first,)
     blocks = [(main, [line for _, line in entries])]
     for d in defs:
         body = [
@@ -559,7 +563,7 @@ def to_mpd(assembly: Assembly, structure: Structure | None, name: str | None = N
             for e in d.elements
         ]
         blocks.append((files[id(d)], body))
-    return write_mpd_files(blocks)
+    return write_mpd_files(blocks, meta=connect_lines(assembly, {p: k for k, p in enumerate(order)}))
 
 
 def save(assembly: Assembly, structure: Structure | None, path: str | os.PathLike[str]) -> Path:

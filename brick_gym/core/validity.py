@@ -1,13 +1,22 @@
 """The full BrickBench validity check of an assembly, computed from scratch, as a :class:`Report`.
 
-Checks, in BrickBench's terms: the setting's part rule, inventory per (part, colour), exact joins, collisions
-(more than 1 LDU of overlap) and stability (each connected component one rigid body under gravity). Nothing
-here reads the assembly's incremental caches: that is what lets tests compare the two.
+Checks, in BrickBench's terms: the setting's part rule, inventory per (part, colour), exact authored connections,
+collisions (more than 1 LDU of overlap) and stability (each connected component one rigid body under gravity).
+
+Joints follow BrickAgent's rule: every *authored* connection (what ``attach`` made, or one named with
+``Assembly.author`` or recorded in a brick_gym model file) must be a joint and an exact fit, else a ``join``
+issue. Joints nobody authored are detected as BrickNet's ``parse_ldr`` detects them, near misses within its
+pairing tolerance included; they form the rigid components of the drop test, and an inexact one is a
+``near_miss`` warning, never an invalidity. Nothing here reads the assembly's incremental caches (only its record
+of authored connections): that is what lets tests compare the two.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import math
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,16 +25,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from brick_gym.core import connectors as cx
 from brick_gym.core import joints as jx
-from brick_gym.core.assembly import Assembly, Joint, Piece, colour_name
+from brick_gym.core.assembly import Assembly, Connection, Joint, Piece, colour_name
 from brick_gym.core.collision import all_collisions, describe_overlap
+from brick_gym.core.modelfile import LoadedModel, load
+from brick_gym.core.rules import Rules
 
 ISSUE_KINDS = ("collision", "unstable", "stock", "part_limit", "join", "unknown_part", "parse")
+WARNING_KINDS = ("near_miss",)
 
 
 @dataclass(frozen=True)
 class Issue:
-    """One reason an assembly is not valid, naming the pieces involved."""
+    """One reason an assembly is not valid (or, among a report's warnings, a remark), naming the pieces involved."""
 
     kind: str
     pieces: tuple[int, ...]
@@ -38,7 +51,9 @@ class Issue:
 
 @dataclass(frozen=True)
 class Report:
-    """The verdict: valid or not, with every issue, component counts and how long each check took."""
+    """The verdict: valid or not, with every issue, warnings that do not count against it (near misses), component
+    counts, which part types met other components through a convex hull instead of a decomposition, and how long
+    each check took."""
 
     valid: bool
     setting: str
@@ -48,6 +63,9 @@ class Report:
     joints: int = 0
     max_displacement: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    warnings: tuple[Issue, ...] = ()
+    authored: int = 0
+    hull_colliders: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         """The JSON form ``brick-gym check --json`` prints."""
@@ -57,8 +75,11 @@ class Report:
             "pieces": self.pieces,
             "components": self.components,
             "joints": self.joints,
+            "authored": self.authored,
             "max_displacement_ldu": round(self.max_displacement, 6),
             "issues": [i.to_json() for i in self.issues],
+            "warnings": [w.to_json() for w in self.warnings],
+            "hull_colliders": list(self.hull_colliders),
             "timings_s": {k: round(v, 6) for k, v in self.timings.items()},
         }
 
@@ -67,6 +88,7 @@ class Report:
         head = "VALID" if self.valid else "INVALID"
         lines = [f"{head} ({self.setting}): {self.pieces} pieces, {self.joints} joints, {self.components} component(s)"]
         lines += [f"  [{i.kind}] {i.message}" for i in self.issues]
+        lines += [f"  warning [{w.kind}] {w.message}" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -115,8 +137,9 @@ def components_of(piece_ids: list[int], joints: list[Joint]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda c: (-len(c), c[0]))
 
 
-def check(assembly: Assembly, *, stability: bool = True) -> Report:
-    """The full BrickBench check of ``assembly``; ``stability=False`` skips the physics (reported as skipped)."""
+def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decomposed") -> Report:
+    """The full BrickBench check of ``assembly``; ``stability=False`` skips the physics (reported as skipped).
+    ``colliders`` chooses the drop test's part colliders between components (see ``stability.drop_test``)."""
     timings: dict[str, float] = {}
     issues: list[Issue] = []
     pieces = assembly.pieces
@@ -140,17 +163,9 @@ def check(assembly: Assembly, *, stability: bool = True) -> Report:
 
     t = time.perf_counter()
     joints = joints_from_scratch(pieces)
-    for j in joints:
-        if not j.exact:
-            a, b = pieces[j.a], pieces[j.b]
-            issues.append(
-                Issue(
-                    "join",
-                    (j.a, j.b),
-                    f"inexact {j.family} joint between {a.ref(j.a_conn)} of {a.describe()} and {b.ref(j.b_conn)} "
-                    f"of {b.describe()}: off by {j.residual:.3g} (LDU or rad); place parts by connectors",
-                )
-            )
+    authored = assembly.authored
+    join_issues, warnings = joint_findings(pieces, joints, authored)
+    issues += join_issues
     timings["joints"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -168,12 +183,14 @@ def check(assembly: Assembly, *, stability: bool = True) -> Report:
 
     comps = components_of(list(pieces), joints)
     max_disp = 0.0
+    hulls: tuple[str, ...] = ()
     if stability and pieces:
         from brick_gym.core.stability import drop_test, explain_unstable, ground_y
 
         t = time.perf_counter()
         groups = [[(p, pieces[p].part.stem, pieces[p].pose) for p in comp] for comp in comps]
-        result = drop_test(groups)
+        result = drop_test(groups, colliders=colliders)
+        hulls = result.hull_colliders
         ground: float | None = None
         for verdict, group in zip(result.components, groups, strict=True):
             max_disp = max(max_disp, verdict.max_displacement)
@@ -202,7 +219,76 @@ def check(assembly: Assembly, *, stability: bool = True) -> Report:
         joints=len(joints),
         max_displacement=max_disp,
         timings=timings,
+        warnings=tuple(warnings),
+        authored=len(authored),
+        hull_colliders=hulls,
     )
+
+
+def check_file(path: str | os.PathLike[str], rules: Rules | None = None, *, stability: bool = True) -> Report:
+    """Read an ``.ldr``/``.mpd`` file (with its record of authored connections) and run :func:`check` on it; lines
+    that could not become pieces (unknown parts, colours, mirrored poses) come first among the issues and make the
+    verdict invalid. Raises ``LDrawError`` for a file that is not LDraw and ``OSError`` for one that cannot be
+    read: the caller decides how an unusable file is reported."""
+    return check_loaded(load(path, rules), stability=stability)
+
+
+def check_loaded(loaded: LoadedModel, *, stability: bool = True) -> Report:
+    """:func:`check` of a model read from a file or text: the lines that could not become pieces come first among
+    the issues (same kind and message) and make the verdict invalid."""
+    report = check(loaded.assembly, stability=stability)
+    if not loaded.problems:
+        return report
+    problems = tuple(Issue(p.kind, (), p.message) for p in loaded.problems)
+    return dataclasses.replace(report, valid=False, issues=problems + report.issues)
+
+
+def joint_findings(
+    pieces: dict[int, Piece], joints: list[Joint], authored: list[Connection]
+) -> tuple[list[Issue], list[Issue]]:
+    """BrickAgent's joint rule: (``join`` issues for authored connections that are missing or inexact, ``near_miss``
+    warnings for inexact joints nobody authored)."""
+    found = {Connection(j.a, j.a_conn, j.b, j.b_conn): j for j in joints}
+    named = set(authored)
+    issues, warnings = [], []
+    for c in authored:
+        a, b = pieces[c.a], pieces[c.b]
+        joint = found.get(c)
+        where = f"authored connection {a.ref(c.a_conn)} of {a.describe()} to {b.ref(c.b_conn)} of {b.describe()}"
+        if joint is None:
+            issues.append(Issue("join", (c.a, c.b), f"{where} is not a joint: {_offset(a, c.a_conn, b, c.b_conn)}"))
+        elif not joint.exact:
+            issues.append(
+                Issue("join", (c.a, c.b), f"{where} is not an exact fit: {_offset(a, c.a_conn, b, c.b_conn)} off")
+            )
+    for c, joint in found.items():
+        if joint.exact or c in named:
+            continue
+        a, b = pieces[c.a], pieces[c.b]
+        warnings.append(
+            Issue(
+                "near_miss",
+                (c.a, c.b),
+                f"{b.describe()} sits {_offset(a, c.a_conn, b, c.b_conn)} off {a.describe()} "
+                f"{a.part.connectors[c.a_conn].label} (its {b.part.connectors[c.b_conn].label}); counted as joined "
+                "for stability, not an exact fit",
+            )
+        )
+    return issues, warnings
+
+
+def _offset(a: Piece, i: int, b: Piece, j: int) -> str:
+    """How far connector ``i`` of ``a`` and ``j`` of ``b`` are apart: position (off the axis, for the axle family,
+    which may slide) and tilt between their axes."""
+    delta = b.points[j] - a.points[i]
+    ua, ub = a.axes[i], b.axes[j]
+    if a.part.connectors[i].family == "axle":
+        delta = delta - float(delta @ ua) * ua
+    distance, tilt = float(np.linalg.norm(delta)), math.acos(min(1.0, abs(float(ua @ ub))))
+    parts = [f"{distance:.3g} LDU"] if distance > cx.EXACT_TOLERANCE or tilt <= cx.EXACT_TOLERANCE else []
+    if tilt > cx.EXACT_TOLERANCE:
+        parts.append(f"{math.degrees(tilt):.3g}°")
+    return " and ".join(parts)
 
 
 def _stock_issues(assembly: Assembly) -> list[Issue]:

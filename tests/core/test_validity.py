@@ -58,12 +58,14 @@ def test_part_rules_of_each_setting() -> None:
     assert [i.kind for i in empty.issues] == ["part_limit"]
 
 
-def test_inexact_join_is_reported() -> None:
+def test_inexact_join_is_reported_when_authored_and_warned_about_otherwise() -> None:
     a = Assembly(strict=False)
     a.add("3001", "red")
     a.add("3001", "red", translation(0.5, -24, 0))  # half an LDU off the studs: BrickNet pairs them, inexactly
     report = check(a, stability=False)
-    assert "join" in {i.kind for i in report.issues}
+    assert report.valid and {w.kind for w in report.warnings} == {"near_miss"}  # nobody authored them
+    assert a.author("1.hole[0]", "0.stud[0]").ok
+    assert "join" in {i.kind for i in check(a, stability=False).issues}
 
 
 def test_report_json_shape() -> None:

@@ -1,0 +1,184 @@
+"""Shipped convex decompositions: the format, what ships, seated parts, BrickNet reading them, the drop test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from importlib import resources
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brick_gym.core import colliders
+from brick_gym.core.assembly import Assembly, ConnectorRef
+from brick_gym.core.catalog import catalog
+from brick_gym.core.corpus import drop, seated_pose
+from brick_gym.core.examples import translation
+from brick_gym.core.meshes import SHIPPED_INSET_LDU, part_mesh
+from brick_gym.core.stability import drop_test
+
+ARCHIVE = resources.files("brick_gym") / "data" / colliders.ARCHIVE_NAME
+SHIPPED = colliders.decomposed_parts()
+needs_data = pytest.mark.skipif(not SHIPPED, reason="no colliders.zip in this checkout")
+
+
+def test_encoding_round_trips_within_half_a_grid_step() -> None:
+    rng = np.random.default_rng(0)
+    pieces = [rng.uniform(-200, 150, size=(int(rng.integers(4, 40)), 3)) for _ in range(7)]
+    back = colliders.decode(colliders.encode(pieces))
+    assert [len(p) for p in back] == [len(p) for p in pieces]
+    step = 350 / 65_534
+    for a, b in zip(pieces, back, strict=True):
+        assert np.abs(a - b).max() <= step / 2 + 1e-9
+        assert not b.flags.writeable
+
+
+def test_encoding_refuses_what_is_not_a_decomposition() -> None:
+    for bad in ([], [np.zeros((3, 2))], [np.array([[0.0, 0.0, np.nan]] * 4)]):
+        with pytest.raises(ValueError):
+            colliders.encode(bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=400))
+def test_decoding_arbitrary_bytes_fails_cleanly(data: bytes) -> None:
+    with pytest.raises(ValueError):
+        colliders.decode(data)
+
+
+def test_obj_text_has_one_group_per_solid_piece() -> None:
+    cube = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=float)
+    flat = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], dtype=float)
+    text = colliders.obj_text([cube, flat, cube + 5], header="bounds 0 0 0 6 6 6")
+    lines = text.splitlines()
+    assert lines[0] == "# bounds 0 0 0 6 6 6"
+    assert [line for line in lines if line.startswith("o ")] == ["o piece0", "o piece1"]
+    assert sum(line.startswith("v ") for line in lines) == 16 and sum(line.startswith("f ") for line in lines) == 24
+
+
+@needs_data
+def test_the_archive_is_compact_and_its_manifest_complete(altbuild_inventory_path) -> None:
+    assert os.path.getsize(str(ARCHIVE)) < 5_000_000
+    manifest = colliders.manifest()
+    assert manifest["settings"]["coarse_threshold"] == 0.02 and manifest["settings"]["fine_threshold"] == 0.01
+    cat = catalog()
+    inventory = {cat.resolve(k).stem for k in json.loads(altbuild_inventory_path.read_text())}
+    assert inventory <= SHIPPED  # every part of the 10698 inventory
+    assert {"3001", "3003", "3004", "3005", "3010", "3020", "3022", "3024", "3039", "3700", "2780"} <= SHIPPED
+    reference = np.linalg.norm(np.subtract(*part_mesh("3001").bounds[::-1]))
+    for stem, entry in manifest["parts"].items():
+        base = 0.01 if any(c.subtype == "socket" for c in cat.resolve(stem).connectors) else 0.02
+        size = np.linalg.norm(np.subtract(*part_mesh(stem).bounds[::-1]))
+        assert entry["threshold"] == round(base * min(1.0, reference / size), 4), stem  # finer for larger parts
+        assert colliders.decomposition(stem).pieces, stem
+
+
+@needs_data
+@pytest.mark.parametrize("stem", ["3001", "3005", "3034", "3700", "2780", "3062b", "3039"])
+def test_pieces_sit_just_inside_the_true_surface(stem: str) -> None:
+    pieces = colliders.decomposition(stem).pieces
+    every = np.concatenate(pieces)
+    lo, hi = part_mesh(stem).bounds
+    grown = SHIPPED_INSET_LDU - colliders.COLLIDER_SHRINK_LDU
+    assert np.allclose(every.min(axis=0), lo - grown, atol=0.3)
+    assert np.allclose(every.max(axis=0), hi + grown, atol=0.3)
+
+
+@needs_data
+def test_a_brick_keeps_its_hollow_and_its_studs() -> None:
+    from scipy.spatial import ConvexHull
+
+    def inside(point) -> bool:
+        return any(
+            (eq[:, :3] @ point + eq[:, 3] <= 0).all()
+            for eq in (ConvexHull(p).equations for p in colliders.decomposition("3001").pieces)
+        )
+
+    assert inside(np.array([0.0, 2.0, 0.0]))  # the brick's top
+    assert inside(np.array([10.0, -2.0, 10.0]))  # a stud
+    assert not inside(np.array([10.0, 20.0, 10.0]))  # the hollow underneath
+    assert not inside(np.array([0.0, -2.0, 0.0]))  # between the studs
+
+
+SEATED = [
+    ("3001", "0.stud[0]", "3001", ("hole", 0)),
+    ("3001", "0.stud[3]", "3005", ("hole", 0)),
+    ("3005", "0.stud[0]", "3005", ("hole", 0)),
+    ("3001", "0.hole[2]", "3005", ("stud", 0)),
+    ("3005", "0.stud[0]", "3062b", ("tube", 0)),
+    ("3003", "0.stud[1]", "3034", ("hole", 4)),
+    ("3700", "0.socket[0]", "2780", ("pin", 0)),
+    ("3700", "0.socket[0]", "2780", ("pin", 1)),
+    ("3700", "0.open[0]", "3700", ("hole", 2)),
+]
+
+
+@needs_data
+@pytest.mark.parametrize(("host", "target", "stem", "by"), SEATED)
+def test_seated_parts_do_not_read_as_collisions(host: str, target: str, stem: str, by: tuple[str, int]) -> None:
+    asm = Assembly(strict=False)
+    asm.add(host, "red")
+    pose = seated_pose(asm, target, stem, by)
+    assert colliders.penetration(host, np.eye(4), stem, pose) <= 1.0
+    # Pushed 2 LDU into the host: along a stud's axis toward it, across a pin hole's axis.
+    axis = asm.connector_frame(target)[:3, 1]
+    ref = ConnectorRef.parse(target)
+    if asm[0].part.connector(ref.group, ref.index).family == "axle":
+        push = np.cross(axis, [1.0, 0.0, 0.0] if abs(axis[0]) < 0.9 else [0.0, 1.0, 0.0])
+    else:
+        push = axis * np.sign(axis @ (part_mesh(host).centroid - pose[:3, 3]))
+    moved = translation(*(2.0 * push / np.linalg.norm(push))) @ pose
+    assert colliders.penetration(host, np.eye(4), stem, moved) > 1.0
+
+
+@needs_data
+@pytest.mark.parametrize(("overlap", "collides"), [(0.4, False), (0.9, False), (1.1, True), (2.0, True)])
+def test_bricknet_reads_the_exported_colliders_with_brickbench_verdicts(tmp_path, overlap, collides) -> None:
+    colliders.export_bricknet(tmp_path, ["3001", "3005"])
+    header = (tmp_path / "cvx" / "3001.cvx.obj").read_text().splitlines()[0].split()
+    assert header[:2] == ["#", "bounds"] and len(header) == 8
+    code = textwrap.dedent(
+        f"""
+        import numpy as np
+        from bricknet.collision import colliding_pairs
+        from bricknet.data import load_catalog
+        ids = load_catalog().stem_to_id
+        side = np.eye(4); side[0, 3] = 80 - {overlap}
+        seated = np.eye(4); seated[:3, 3] = (-30, -24, -10)
+        print(colliding_pairs([ids["3001"], ids["3001"], ids["3005"]], [np.eye(4), side, seated]))
+        """
+    )
+    env = {**os.environ, "BRICKNET_DATA": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == ("[(0, 1)]" if collides else "[]")  # the seated 1x1 brick never collides
+
+
+def _off_grid_on_studs() -> Assembly:
+    """A 2×4 brick resting unconnected on another's stud tops, half a stud off the grid."""
+    asm = Assembly(strict=False)
+    asm.add("3001", "red")
+    asm.add("3001", "blue", translation(10.0, -4.0, 10.0) @ seated_pose(asm, "0.stud[0]", "3001"))
+    return asm
+
+
+@needs_data
+def test_a_part_resting_on_stud_tops_stays_with_decompositions_and_sinks_through_hulls() -> None:
+    asm = _off_grid_on_studs()
+    decomposed, hull = drop(asm, "decomposed"), drop(asm, "hull")
+    assert len(decomposed.components) == 2
+    assert decomposed.stable and decomposed.hull_colliders == ()
+    assert not hull.stable and hull.hull_colliders == ("3001",)  # the hull has no studs: it drops ~4 LDU
+
+
+def test_parts_without_a_decomposition_fall_back_to_hulls_and_say_so() -> None:
+    part = next(s for s in ("3068", "3069", "3070", "2412", "3794") if catalog().resolve(s).stem not in SHIPPED)
+    pose = translation(0, -14, 0)  # a tile 2 LDU above the stud tops: separate, but near enough to meet
+    report = drop_test([[(0, "3001", np.eye(4))], [(1, part, pose)]])
+    assert part in report.hull_colliders and ("3001" in report.hull_colliders) is ("3001" not in SHIPPED)
+    with pytest.raises(ValueError, match="colliders must be one of"):
+        drop_test([[(0, "3001", np.eye(4))]], colliders="spheres")
