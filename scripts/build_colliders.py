@@ -239,15 +239,19 @@ def _finished_threshold(work: Path, stem: str) -> float | None:
 
 
 def pack(work: Path, archive: Path = ARCHIVE) -> Path:
-    """Zip every finished part of ``work`` with the manifest into ``archive`` (atomic, reproducible bytes)."""
+    """Zip every part of ``work`` finished at today's threshold with the manifest into ``archive`` (atomic,
+    reproducible bytes); a part decomposed at an older threshold is left out until ``build`` redoes it."""
     entries, left_out = {}, {}
     for meta in sorted(work.glob("*.npz.json")):
         member = meta.name[: -len(".json")]
+        stem = member[: -len(".npz")].replace("~", "/")
         info = json.loads(meta.read_text(encoding="utf-8"))
-        if (work / member).is_file() and "left_out" not in info:
-            entries[member] = info
+        if "left_out" in info or not (work / member).is_file():
+            left_out[stem] = info.get("left_out", "no pieces")
+        elif info["threshold"] != threshold_for(stem):
+            left_out[stem] = f"decomposed at threshold {info['threshold']}, not {threshold_for(stem)}: not rebuilt yet"
         else:
-            left_out[member[: -len(".npz")].replace("~", "/")] = info.get("left_out", "no pieces")
+            entries[member] = info
     if not entries:
         raise SystemExit(f"error: no finished parts in {work}")
     parts = {m[: -len(".npz")].replace("~", "/"): info for m, info in entries.items()}
