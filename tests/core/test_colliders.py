@@ -215,7 +215,9 @@ def test_pack_ships_parts_at_todays_threshold_and_leaves_out_stale_and_failed_on
     for stem, threshold, failed in (("3005", None, False), ("3001", 0.5, False), ("3024", None, True)):
         if not failed:
             (work / colliders.member_name(stem)).write_bytes(colliders.encode([cube]))
-        record = {"threshold": threshold or script.threshold_for(stem)} | ({"left_out": "CoACD stopped"} if failed else {})
+        record = {"threshold": threshold or script.threshold_for(stem)}
+        if failed:
+            record["left_out"] = "CoACD stopped"
         (work / f"{colliders.member_name(stem)}.json").write_text(json.dumps(record))
     archive = script.pack(work, tmp_path / "colliders.zip")
     import zipfile
