@@ -13,7 +13,7 @@ import contextlib
 import io
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from brick_gym.core.assembly import Assembly
@@ -36,11 +36,12 @@ class PeerVerdict:
 
 
 @contextlib.contextmanager
-def bricknet_colliders() -> Iterator[str]:
-    """``BRICKNET_DATA`` set to a temporary folder holding every shipped decomposition as a BrickNet collider."""
+def bricknet_colliders(stems: Sequence[str] | None = None) -> Iterator[str]:
+    """``BRICKNET_DATA`` set to a temporary folder holding the shipped decompositions of ``stems`` (default: every
+    shipped part) as BrickNet colliders."""
     old = os.environ.get("BRICKNET_DATA")
     with tempfile.TemporaryDirectory(prefix="brick-gym-bricknet-") as folder:
-        export_bricknet(folder)
+        export_bricknet(folder, stems)
         os.environ["BRICKNET_DATA"] = folder
         try:
             yield folder
