@@ -231,3 +231,19 @@ def test_verify_alt_build_matches_check_with_the_same_inventory(tmp_path: Path, 
     assert code == 1 and result["tasks"]["alt-001"]["issues"] == expected["issues"]
     assert any(i["kind"] == "stock" for i in expected["issues"])
     assert os.path.samefile(result["inventory"], inventory)
+
+
+def test_a_build_export_keeps_its_authored_connections_for_verification() -> None:
+    """What ``build.py`` verification checks: the export's CONNECT lines make the build's connections authored."""
+    from brick_gym.bench.submission import check_model_text
+    from brick_gym.core.corpus import near_miss
+    from brick_gym.core.modelfile import to_ldraw
+    from brick_gym.core.rules import Rules
+
+    asm = near_miss("hover", 1.0)  # placed by pose, 1 LDU above the studs: nobody authored that joint
+    rules = Rules.for_setting("model")
+    loose = check_model_text(to_ldraw(asm), "build.mpd", rules, stability=False)
+    assert loose["valid"] and [w["kind"] for w in loose["warnings"]] == ["near_miss"]
+    assert asm.author("1.hole[0]", "0.stud[0]").ok
+    named = check_model_text(to_ldraw(asm), "build.mpd", rules, stability=False)
+    assert not named["valid"] and [i["kind"] for i in named["issues"]] == ["join"] and named["authored"] == 1

@@ -316,3 +316,14 @@ def test_exported_schemas_validate_real_calls() -> None:
     Draft202012Validator = _validator()
     for d in tool_definitions():
         Draft202012Validator(d["parameters"]).validate(samples[d["name"]])
+
+
+def test_check_reports_an_unauthored_near_miss_as_a_warning_and_an_authored_fit_stays_exact() -> None:
+    s = ToolSession("model")
+    assert s.call("add_part", {"part": "3001", "colour": "red"}).ok
+    assert s.call("add_part", {"part": "3001", "colour": "blue", "position": [0.5, -24, 0]}).ok  # 0.5 LDU off
+    report = s.call("check")
+    assert report.data["valid"] is True and "[join]" not in report.text
+    assert "warning [near_miss]" in report.text and "sits 0.5 LDU off" in report.text
+    assert s.call("attach_part", {"part": "3005", "colour": "red", "to": "1.stud[0]"}).ok  # authored: exact
+    assert s.call("check").data["report"]["authored"] == 1
