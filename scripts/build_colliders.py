@@ -271,10 +271,12 @@ tests a plate's stud gaps, a 1×1 brick its single studs and holes, a pin its pi
 
 
 def seated_collisions(stems: list[str]) -> list[str]:
-    """Every (part, connector) whose seated probe part overlaps it by more than BrickBench's 1 LDU, as lines."""
+    """Every (part, connector) whose seated probe part overlaps it by more than BrickBench's 1 LDU, as lines. A
+    probe whose seat collides on the true meshes too (a 2×4 brick with one stud in a tube) is no seated pair."""
     from brick_gym.core import connectors as cx
     from brick_gym.core.assembly import Assembly
     from brick_gym.core.meshes import OVERLAP_ALLOWANCE_LDU
+    from brick_gym.core.validity import check
 
     cat = catalog()
     probes = [cat.resolve(s) for s in PROBES if cat.resolve(s).stem in stems]
@@ -289,7 +291,7 @@ def seated_collisions(stems: list[str]) -> list[str]:
                 asm = Assembly(strict=False)
                 asm.add(host, "red")
                 out = asm.attach(probe, "red", to=f"0.{conn.label}", by=(mate.group, mate.group_index))
-                if not out.ok:
+                if not out.ok or any(i.kind == "collision" for i in check(asm, stability=False).issues):
                     continue
                 depth = colliders.penetration(stem, asm[0].pose, probe.stem, asm[1].pose)
                 if depth > OVERLAP_ALLOWANCE_LDU:
