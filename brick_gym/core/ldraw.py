@@ -437,7 +437,7 @@ def read_subfiles(text: str, name: str = "model.ldr") -> tuple[LDrawSubfile, ...
     """The subfiles of .ldr/.mpd text with their references as written (main model first), for readers that keep
     submodels; the text is first read with :func:`read_ldraw`, so every error it reports is raised here too."""
     read_ldraw(text, name)
-    subfiles, _, _ = _split_subfiles(text, name)
+    subfiles = _split_subfiles(text, name)[0]
     return tuple(
         LDrawSubfile(s.name, tuple(LDrawReference(r.target, r.colour, r.pose, r.line) for r in s.refs))
         for s in subfiles
