@@ -33,6 +33,7 @@ import json
 import os
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ __all__ = [
     "BenchTask",
     "EpisodeConfig",
     "EpisodeResult",
+    "EpisodeTools",
     "budget_line",
     "load_tasks",
     "run_episode",
@@ -343,6 +345,12 @@ class _Transcript:
             self._f.close()
 
 
+def _event(log: _Transcript | None, record: dict[str, Any]) -> None:
+    """Write an event to the transcript, when the episode keeps one."""
+    if log is not None:
+        log.write({"type": "event", **record})
+
+
 def _save_images(result: ToolResult, out_dir: Path, stem: str) -> list[Path]:
     if not result.images:
         return []
@@ -404,21 +412,136 @@ def _offered_toolset(toolset: str) -> tuple[str, str | None]:
     return ("bulk", problem) if problem is not None else (toolset, None)
 
 
+class EpisodeTools:
+    """What every loop that plays an episode shares: the :class:`ToolSession` under the setting's rules, the tools
+    offered, the opening messages, the tool-call and token/time budgets, the budget line and the delivery.
+
+    :func:`run_episode` drives it with a :class:`ChatClient`; the Inspect task and the verifiers environment
+    (:mod:`brick_gym.faces`) drive it from their own agent loops, so no loop has its own copy of a tool, the
+    prompt, a budget or the check. ``session`` can be given a start piece before the first call (fidelity tasks).
+    """
+
+    def __init__(self, task: BenchTask, config: EpisodeConfig) -> None:
+        self.task = task
+        self.config = config
+        self.rules = Rules.for_setting(config.setting, config.inventory)
+        self.toolset, self.programs_withheld = _offered_toolset(config.toolset)
+        """The tool set offered, and why the program tools were withheld (None when they were not)."""
+        self.session = ToolSession(
+            rules=self.rules,
+            name=task.id,
+            protocol=config.protocol,
+            tools=tool_names(self.toolset),
+            limits=config.program_limits,
+        )
+        self.tools = tool_definitions(self.toolset)
+        """Provider-neutral definitions ``{"name", "description", "parameters"}`` of the tools offered."""
+        self.tool_calls = 0
+        """Tool calls run so far (calls refused for the budget not counted)."""
+        self.budget_spent = False
+        """A call came after the tool-call budget was spent (the episode ends after that turn)."""
+        self.started = time.perf_counter()
+
+    @property
+    def seconds(self) -> float:
+        """Wall time since the episode started."""
+        return time.perf_counter() - self.started
+
+    @property
+    def finished(self) -> bool:
+        """finish() was called."""
+        return self.session.finished
+
+    def opening(self) -> list[Message]:
+        """The system message (:func:`system_prompt`: setting, rules, tools, protocol, brief) and the first user
+        message (with a project task's inputs and images)."""
+        config = self.config
+        system = system_prompt(
+            self.rules.setting.name,
+            self.rules.inventory,
+            self.task.prompt,
+            max_turns=config.max_turns,
+            max_tool_calls=config.max_tool_calls,
+            protocol=config.protocol,
+            toolset=self.toolset,
+        )
+        task = self.task
+        user = _user_prompt(task.prompt, config.max_turns, task.inputs, len(task.images))
+        return [Message("system", system), Message("user", user, list(task.images))]
+
+    def call(self, name: str, arguments: str | Mapping[str, Any] | None, *, turns: int, tokens: int) -> ToolResult:
+        """Run one tool call (validated by the session) unless the tool-call budget is spent (then it is answered
+        "not run" and :attr:`budget_spent` is set); the result's text ends with :func:`budget_line` (``turns``
+        and ``tokens``: what the episode has used so far)."""
+        if self.tool_calls >= self.config.max_tool_calls:
+            result = ToolResult(
+                f"ERROR (budget): not run: the budget of {self.config.max_tool_calls} tool calls is spent",
+                ok=False,
+                error_kind="budget",
+            )
+            self.budget_spent = True
+        else:
+            result = self.session.call(name, arguments)
+            self.tool_calls += 1
+        result.text = f"{result.text}\n{budget_line(self.config, turns, self.tool_calls, tokens, self.seconds)}"
+        return result
+
+    def over_budget(self, tokens: int) -> str | None:
+        """``max_tokens`` or ``max_seconds`` when that budget is used up (checked before each request), else None."""
+        if self.config.max_tokens is not None and tokens >= self.config.max_tokens:
+            return "max_tokens"
+        if self.config.max_seconds is not None and self.seconds >= self.config.max_seconds:
+            return "max_seconds"
+        return None
+
+    def deliver(
+        self,
+        out_dir: str | os.PathLike[str],
+        *,
+        stop_reason: str,
+        turns: int,
+        tokens: Mapping[str, int],
+        nudges: int = 0,
+        error: str | None = None,
+        client: Mapping[str, Any] | None = None,
+        cost_usd: float | None = None,
+        usage_estimated_turns: int = 0,
+        context: Mapping[str, Any] | None = None,
+        target: Any = None,
+        log: _Transcript | None = None,
+    ) -> EpisodeResult:
+        """Check, save, render and score the model as it is now: ``model.mpd``, ``verification.json`` and
+        ``views/`` in ``out_dir`` (a ``build.py`` deliverable is rebuilt first). ``target`` (a voxel grid) makes
+        the fidelity terms score against it; ``log`` receives the delivery's events."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        stats = {
+            "stop_reason": stop_reason,
+            "turns": turns,
+            "tool_calls": self.tool_calls,
+            "nudges": nudges,
+            "tokens": dict(tokens),
+            "usage_estimated_turns": usage_estimated_turns,
+            "cost_usd": cost_usd,
+            "seconds": round(self.seconds, 3),
+            "error": error,
+            "tool_errors": dict(self.session.errors),
+            "client": dict(client or {}),
+            "context": dict(context or {}),
+        }
+        return _deliver(self.task, self.session, out, self.config, stats, log, target)
+
+
 def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: EpisodeConfig) -> EpisodeResult:
     """Play one episode of ``task`` with ``client`` under ``config``; write the files into ``out_dir``."""
     from brick_gym.llm.specs import provenance
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rules = Rules.for_setting(config.setting, config.inventory)
-    toolset, no_programs = _offered_toolset(config.toolset)
-    session = ToolSession(
-        rules=rules, name=task.id, protocol=config.protocol, tools=tool_names(toolset), limits=config.program_limits
-    )
-    tools = tool_definitions(toolset)
+    episode = EpisodeTools(task, config)
+    rules, tools, no_programs = episode.rules, episode.tools, episode.programs_withheld
     log = _Transcript(out_dir / "transcript.jsonl")
-    t0 = time.perf_counter()
-    turns = executed = nudges = estimated_turns = 0
+    turns = nudges = estimated_turns = 0
     tokens = {"prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = None
     cost_known = True
@@ -440,21 +563,7 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
             "token_counter": counter.name,
         }
     )
-    head = [
-        Message(
-            "system",
-            system_prompt(
-                rules.setting.name,
-                rules.inventory,
-                task.prompt,
-                max_turns=config.max_turns,
-                max_tool_calls=config.max_tool_calls,
-                protocol=config.protocol,
-                toolset=toolset,
-            ),
-        ),
-        Message("user", _user_prompt(task.prompt, config.max_turns, task.inputs, len(task.images)), list(task.images)),
-    ]
+    head = episode.opening()
     if no_programs is not None:
         log.write({"type": "event", "event": "program_tools_withheld", "reason": no_programs})
     for m in head:
@@ -463,19 +572,12 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
     conversation = Conversation(list(head), tools, policy, counter)
     largest = 0
 
-    def over_budget() -> str | None:
-        if config.max_tokens is not None and sum(tokens.values()) >= config.max_tokens:
-            return "max_tokens"
-        if config.max_seconds is not None and time.perf_counter() - t0 >= config.max_seconds:
-            return "max_seconds"
-        return None
-
     try:
         while stop is None:
             if turns >= config.max_turns:
                 stop = "max_turns"
                 break
-            stop = over_budget()
+            stop = episode.over_budget(sum(tokens.values()))
             if stop is not None:
                 break
             try:
@@ -532,27 +634,17 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                 continue
             nudges = 0
             for j, call in enumerate(calls):
-                if executed >= config.max_tool_calls:
-                    result = ToolResult(
-                        f"ERROR (budget): not run: the budget of {config.max_tool_calls} tool calls is spent",
-                        ok=False,
-                        error_kind="budget",
-                    )
+                result = episode.call(call.name, call.arguments_json, turns=turns, tokens=sum(tokens.values()))
+                if episode.budget_spent:
                     stop = "max_tool_calls"
-                else:
-                    result = session.call(call.name, call.arguments_json)
-                    executed += 1
-                line = budget_line(config, turns, executed, sum(tokens.values()), time.perf_counter() - t0)
-                result.text = f"{result.text}\n{line}"
                 images = _save_images(result, out_dir, f"turn{turns:03d}_call{j:02d}")
                 msg = _record_result(log, turns, call, result, images, out_dir)
                 conversation.append(msg, turns)
-            if session.finished:
+            if episode.finished:
                 stop = "finish"
             elif stop is None:
-                stop = over_budget()
+                stop = episode.over_budget(sum(tokens.values()))
     finally:
-        seconds = time.perf_counter() - t0
         if stop is None:  # our own failure: still deliver what was built
             stop = "client_error"
             error = error or "episode loop aborted"
@@ -570,30 +662,22 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                 "event": "end",
                 "stop_reason": stop,
                 "turns": turns,
-                "tool_calls": executed,
+                "tool_calls": episode.tool_calls,
                 "context": context,
             }
         )
         try:
-            result = _deliver(
-                task,
-                session,
+            result = episode.deliver(
                 out_dir,
-                config,
-                stats={
-                    "stop_reason": stop,
-                    "turns": turns,
-                    "tool_calls": executed,
-                    "nudges": nudges,
-                    "tokens": dict(tokens),
-                    "usage_estimated_turns": estimated_turns,
-                    "cost_usd": cost if cost_known else None,
-                    "seconds": round(seconds, 3),
-                    "error": error,
-                    "tool_errors": dict(session.errors),
-                    "client": client_info,
-                    "context": context,
-                },
+                stop_reason=stop,
+                turns=turns,
+                tokens=tokens,
+                nudges=nudges,
+                error=error,
+                client=client_info,
+                cost_usd=cost if cost_known else None,
+                usage_estimated_turns=estimated_turns,
+                context=context,
                 log=log,
             )
         finally:
@@ -623,9 +707,16 @@ def _record_result(
 
 
 def _deliver(
-    task: BenchTask, session: ToolSession, out_dir: Path, config: EpisodeConfig, stats: dict[str, Any], log: _Transcript
+    task: BenchTask,
+    session: ToolSession,
+    out_dir: Path,
+    config: EpisodeConfig,
+    stats: dict[str, Any],
+    log: _Transcript | None,
+    target: Any = None,
 ) -> EpisodeResult:
-    """Check, save, render and score the delivered model; write ``verification.json``."""
+    """Check, save, render and score the delivered model (fidelity against ``target`` when given); write
+    ``verification.json``."""
     from brick_gym.core.subassembly import save
     from brick_gym.core.validity import check
     from brick_gym.rewards.terms import RewardContext, standard_rewards
@@ -642,13 +733,13 @@ def _deliver(
         report = check(asm)
     except Exception as exc:
         check_error = f"{type(exc).__name__}: {exc}"
-        log.write({"type": "event", "event": "check_error", "error": check_error})
+        _event(log, {"event": "check_error", "error": check_error})
     model_path = out_dir / "model.mpd"
     save(asm, builder.structure, model_path)
     files["model"] = str(model_path)
 
     spec = standard_rewards()
-    _, values = spec.evaluate(RewardContext(asm, None, None, True, report=report))
+    _, values = spec.evaluate(RewardContext(asm, None, None, True, target=target, report=report))
     terms = {t.name: values[t.name] for t, _ in spec.weights if t.terminal}
     reward = sum(w * values[t.name] for t, w in spec.weights if t.terminal)
 
@@ -662,7 +753,7 @@ def _deliver(
             files["views"] = str(out_dir / "views")
         except Exception as exc:
             render_error = f"{type(exc).__name__}: {exc}"
-            log.write({"type": "event", "event": "render_error", "error": render_error})
+            _event(log, {"event": "render_error", "error": render_error})
     if (out_dir / "images").is_dir():
         files["images"] = str(out_dir / "images")
 
@@ -687,7 +778,7 @@ def _deliver(
     ver_path = out_dir / "verification.json"
     atomic_write_json(ver_path, verification)
     files["verification"] = str(ver_path)
-    log.write({"type": "event", "event": "delivered", "valid": verification["valid"], "pieces": len(asm)})
+    _event(log, {"event": "delivered", "valid": verification["valid"], "pieces": len(asm)})
     return EpisodeResult(
         task_id=task.id,
         valid=verification["valid"],
@@ -710,7 +801,7 @@ def _deliver(
 
 
 def _rebuild_deliverable(
-    session: ToolSession, out_dir: Path, config: EpisodeConfig, log: _Transcript
+    session: ToolSession, out_dir: Path, config: EpisodeConfig, log: _Transcript | None
 ) -> tuple[Builder, dict[str, Any]]:
     """Write the episode's ``build.py`` and rebuild it in the sandbox, as the runner verifies BrickBench deliverables:
     (the rebuilt model, or an empty one when the build failed; what the rebuild said)."""
@@ -720,7 +811,7 @@ def _rebuild_deliverable(
     atomic_write_text(out_dir / "build.py", code)
     model, built, problems = build_model(code, session.rules, config.program_limits, name=session.assembly.name)
     info = {"ok": model is not None and not problems, "api": built.api, "message": built.message, "problems": problems}
-    log.write({"type": "event", "event": "rebuilt", **info})
+    _event(log, {"event": "rebuilt", **info})
     return (model if model is not None else Builder(session.rules, strict=False, name=session.assembly.name)), info
 
 
