@@ -69,8 +69,10 @@ STOP_REASONS = (
     "client_error",
     "no_tool_calls",
     "context_overflow",
+    "max_messages",
+    "max_cost",
 )
-"""Why an episode ended."""
+"""Why an episode ended (``max_messages`` and ``max_cost``: Inspect's message and cost limits, in the Inspect task)."""
 
 NUDGE = (
     "No tool call came with your last message. Keep building with the tools, or call finish() to deliver the "
@@ -79,6 +81,7 @@ NUDGE = (
 """The user message sent after a turn without tool calls."""
 
 MAX_NUDGES = 3
+"""Turns without tool calls in a row that end the episode."""
 
 
 @dataclass
