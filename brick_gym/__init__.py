@@ -33,6 +33,7 @@ _LAZY = {
     "colour": "brick_gym.core.colours",
     "load": "brick_gym.core.modelfile",
     "save": "brick_gym.core.modelfile",
+    "load_environment": "brick_gym.faces.verifiers_env",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]
