@@ -1,9 +1,19 @@
-"""Shared fixtures: paths to the shared BrickBench data, environment for offline runs, opt-in slow tests."""
+"""Shared fixtures: paths to the shared BrickBench data, environment for offline runs, opt-in slow tests, and a
+stdlib HTTP server on 127.0.0.1 that speaks a provider's protocol by replaying a scripted model (``loopback``), with
+chat-completions responses carrying tool calls (``completion``) -- for the LLM clients, the benchmark runner and the
+Inspect and verifiers faces alike."""
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,3 +47,69 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def altbuild_inventory_path(shared_data: Path) -> Path:
     return shared_data / "alt-build-inventory.json"
+
+
+Reply = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
+
+
+@contextmanager
+def _serve(reply: Reply) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A ThreadingHTTPServer on 127.0.0.1 (free port) answering every POST with ``reply(path, body)``; yields
+    (base URL, list of received bodies)."""
+    received: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            received.append(body)
+            status, payload = reply(self.path, body)
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", received
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _completion(calls: list[tuple[str, str]], turn: int, text: str = "") -> dict[str, Any]:
+    """A chat-completions response with tool calls [(name, raw arguments)]; ids are ``t<turn>_<i>``."""
+    tool_calls = [
+        {"id": f"t{turn}_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+        for i, (name, args) in enumerate(calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": f"chatcmpl-{turn}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "loopback-builder",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": {"prompt_tokens": 100 + turn, "completion_tokens": 10, "total_tokens": 110 + turn},
+    }
+
+
+@pytest.fixture
+def loopback() -> Callable[[Reply], Any]:
+    """``with loopback(reply) as (url, received):`` -- a server answering every POST with ``reply(path, body)``."""
+    return _serve
+
+
+@pytest.fixture
+def completion() -> Callable[..., dict[str, Any]]:
+    """``completion(calls, turn, text="")`` -- a chat-completions response with tool calls [(name, raw args)]."""
+    return _completion
