@@ -107,13 +107,14 @@ def start_episode(sample: FaceSample, config: EpisodeConfig) -> EpisodeTools:
 
 @contextlib.contextmanager
 def task_folder(out: str | os.PathLike[str] | None, name: str) -> Iterator[Path]:
-    """``out/<name>`` (made if needed) when ``out`` is given, else a temporary folder removed afterwards."""
+    """``out/<name>`` (made if needed; ``name`` may hold subfolders) when ``out`` is given, else a temporary folder
+    removed afterwards."""
     if out is not None:
         folder = Path(out) / name
         folder.mkdir(parents=True, exist_ok=True)
         yield folder
         return
-    with tempfile.TemporaryDirectory(prefix=f"brick-gym-{name}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"brick-gym-{name.replace(os.sep, '-')}-") as tmp:
         yield Path(tmp)
 
 

@@ -16,7 +16,8 @@ views; in ``out/<task-id>/<trajectory-id>/`` when ``out`` is given) and the rubr
 read the verdict: ``validity`` (the full BrickBench check), ``part_rule``, ``fidelity`` and ``fidelity_colour``
 (fidelity targets), ``vqa`` (the gated VQA score, when ``judge`` names a judge backend). ``rewards`` sets the
 weights (weight 0: a logged metric). For fidelity targets each turn's trajectory step also carries a dense reward:
-the change of shape fidelity in the target's frame its tool calls made.
+the change of shape fidelity in the target's frame its tool calls made (they sum to the final frame fidelity less
+the base plate's share).
 
 ``setting="fidelity"`` draws ``num_targets`` targets of the env's generator (``seed``, ``kinds``, ``size``); the
 other settings read a BrickBench task file (``tasks``; default: the project's suite) with ``inventory`` for
@@ -140,11 +141,19 @@ class BrickBenchEnv(vf.MultiTurnEnv):
         sample = self.samples[state["info"]["task_id"]]
         episode = start_episode(sample, self.config)
         state[_EPISODE] = episode
-        state[_RESULT] = {"task_id": sample.task.id, "nudges": 0, "stop": None, "frame_fidelity": 0.0}
+        state[_RESULT] = {
+            "task_id": sample.task.id,
+            "nudges": 0,
+            "stop": None,
+            "frame_fidelity": 0.0,
+            "turn_rewards": [],
+        }
         if sample.target is not None:
             from brick_gym.core.progress import TargetProgress
 
-            state[_RESULT]["progress"] = TargetProgress(sample.target.voxels)
+            progress = TargetProgress(sample.target.voxels)
+            progress.sync(episode.session.assembly)  # the base plate is given: turn rewards count what was built
+            state[_RESULT].update(progress=progress, frame_fidelity=float(progress.shape_iou))
         return state
 
     def _tokens(self, state: Any) -> dict[str, int]:
@@ -199,6 +208,7 @@ class BrickBenchEnv(vf.MultiTurnEnv):
         progress.sync(state[_EPISODE].session.assembly)
         now = float(progress.shape_iou)
         state["trajectory"][-1]["reward"] = now - book["frame_fidelity"]
+        book["turn_rewards"].append(now - book["frame_fidelity"])
         book["frame_fidelity"] = now
 
     @vf.cleanup
