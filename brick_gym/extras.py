@@ -26,6 +26,9 @@ EXTRAS: dict[str, str] = {
     "wandb": "experiments",
     "brickagent": "peers",
     "coacd": "colliders",
+    "inspect_ai": "inspect",
+    "verifiers": "verifiers",
+    "datasets": "verifiers",
 }
 """Top-level package -> the brick_gym extra that installs it (pyproject's optional-dependencies)."""
 

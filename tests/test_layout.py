@@ -23,15 +23,17 @@ FLOORS = {
     "brick_gym.llm": 6,
     "brick_gym.rl": 6,
     "brick_gym.bench": 7,
-    "brick_gym.cli": 8,
-    "brick_gym": 9,
-    "brick_gym.data": 9,
+    "brick_gym.faces": 8,
+    "brick_gym.cli": 9,
+    "brick_gym": 10,
+    "brick_gym.data": 10,
 }
 """Floor of each top-level room: a module may import from its own room and from rooms on lower floors only.
 (Reward terms are injected into the environments, and judge-scored terms use the judges, so rewards and judges
-sit below envs; agents and trainers use the environments; the benchmark runs them all. The project references'
-``build.py`` files in ``brick_gym.data`` are programs, not modules: they use the public API, ``from brick_gym import
-Builder``, and are run by path, never imported.)"""
+sit below envs; agents and trainers use the environments; the benchmark runs them all; the Inspect and verifiers
+faces use the benchmark's task loading and checks. The project references' ``build.py`` files in
+``brick_gym.data`` are programs, not modules: they use the public API, ``from brick_gym import Builder``, and are
+run by path, never imported.)"""
 
 HEAVY = ("gymnasium", "torch", "transformers", "openai", "anthropic", "moderngl", "wandb", "pettingzoo")
 
