@@ -14,12 +14,15 @@ import pytest
 pytest.importorskip("verifiers")
 
 import verifiers as vf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai import AsyncOpenAI
 
 from brick_gym.core.poses import yaw_of
 from brick_gym.faces.episodes import benchmark_samples, fidelity_samples, start_episode
 from brick_gym.faces.verifiers_env import BrickBenchEnv, load_environment
 from brick_gym.llm.adapter import NUDGE, EpisodeConfig
+from brick_gym.llm.tools import TOOL_SPECS, tool_names
 
 
 def evaluate(env: Any, url: str, n: int = 1) -> list[dict[str, Any]]:
@@ -140,3 +143,44 @@ def test_vf_load_environment_finds_brick_gym() -> None:
     env = vf.load_environment("brick-gym", setting="set", max_turns=5)
     assert isinstance(env, BrickBenchEnv) and env.config.max_turns == 5
     assert len(env.get_dataset()) == len(benchmark_samples("set"))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Arbitrary tool calls: the environment never crashes and answers exactly what the session answers
+# ----------------------------------------------------------------------------------------------------------------
+
+CHEAP = [n for n in tool_names("program") if n not in ("run_python", "write_build", "render_views")]
+"""Tools cheap enough for many examples (programs run in the sandbox, renders draw)."""
+PARAMS = sorted({p.name for s in TOOL_SPECS for p in s.params})
+leaves = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10)
+values = st.recursive(
+    leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner), max_leaves=10
+)
+arguments = st.one_of(
+    st.dictionaries(st.sampled_from(PARAMS) | st.text(max_size=6), values, max_size=4).map(json.dumps),
+    st.text(max_size=30),  # not JSON, or JSON that is not an object
+)
+calls = st.lists(st.tuples(st.sampled_from(CHEAP) | st.text(max_size=12), arguments), min_size=1, max_size=4)
+
+
+@pytest.fixture(scope="module")
+def model_env() -> Any:
+    return load_environment(setting="model")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(turn=calls)
+def test_arbitrary_tool_calls_get_the_sessions_own_answers(model_env: Any, turn: list[tuple[str, str]]) -> None:
+    import asyncio
+
+    state: dict[str, Any] = {"info": {"task_id": "model-001"}, "trajectory": [{"reward": None}]}
+    asyncio.run(model_env.setup_state(state))
+    message = vf.AssistantMessage(
+        tool_calls=[vf.ToolCall(id=f"c{i}", name=n, arguments=a) for i, (n, a) in enumerate(turn)]
+    )
+    replies = asyncio.run(model_env.env_response([message], state))
+
+    oracle = start_episode(benchmark_samples("model")[0], model_env.config)
+    expected = [oracle.call(name, args, turns=1, tokens=0).text for name, args in turn]
+    assert [(r.role, r.tool_call_id) for r in replies] == [("tool", f"c{i}") for i in range(len(turn))]
+    assert [r.content for r in replies] == expected
