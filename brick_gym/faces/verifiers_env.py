@@ -124,8 +124,10 @@ class BrickBenchEnv(vf.MultiTurnEnv):
                 }
             )
         tools = start_episode(samples[0], config).tools
+        dataset = Dataset.from_list(rows)
         super().__init__(
-            dataset=Dataset.from_list(rows),
+            dataset=dataset,
+            eval_dataset=dataset,  # the same episodes (fidelity targets: draw other seeds for held-out ones)
             rubric=rubric,
             tool_defs=[vf.Tool(**t) for t in tools],
             max_turns=-1,  # the episode's own budget: the last turn's tool calls still run, as in the adapter

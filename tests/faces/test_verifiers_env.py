@@ -6,6 +6,7 @@ judge; ``vf.load_environment("brick-gym")``."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +185,29 @@ def test_arbitrary_tool_calls_get_the_sessions_own_answers(model_env: Any, turn:
     expected = [oracle.call(name, args, turns=1, tokens=0).text for name, args in turn]
     assert [(r.role, r.tool_call_id) for r in replies] == [("tool", f"c{i}") for i in range(len(turn))]
     assert [r.content for r in replies] == expected
+
+
+@pytest.mark.slow
+def test_vf_eval_runs_the_environment_against_a_server(tmp_path: Path, script, scripted_server) -> None:
+    """``vf-eval brick-gym ...`` as the README gives it, against the loopback server (~40 s: a fresh process)."""
+    import os
+    import shutil
+    import subprocess
+
+    import brick_gym
+
+    vf_eval = shutil.which("vf-eval") or str(Path(sys.executable).with_name("vf-eval"))
+    root = Path(brick_gym.__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "LOOPBACK_KEY": "test"}
+    with scripted_server(script) as (url, received):
+        argv = [vf_eval, "brick-gym", "-a", '{"setting": "model"}', "-m", "loopback-builder", "-b", url]
+        run = subprocess.run(
+            [*argv, "-k", "LOOPBACK_KEY", "-n", "1", "-r", "1"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "validity: avg - 1.000" in run.stdout and len(received) == len(script)
