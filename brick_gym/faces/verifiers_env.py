@@ -224,8 +224,7 @@ class BrickBenchEnv(vf.MultiTurnEnv):
         sample = self.samples[book["task_id"]]
         error = state.get("error")
         stop = book["stop"] or _stop_of(state, episode.finished)
-        folder_name = os.path.join(sample.task.id, str(state.get("trajectory_id") or "rollout"))
-        with task_folder(self.out, folder_name) as folder:
+        with task_folder(self.out, sample.task.id, str(state.get("trajectory_id") or "rollout")) as folder:
             result = episode.deliver(
                 folder,
                 stop_reason=stop,
@@ -288,6 +287,8 @@ def load_environment(
     max_tokens: int | None = None,
     max_seconds: float | None = None,
     render: bool = False,
+    views: int = 8,
+    view_size: int = 512,
     judge: str | None = None,
     judge_views: int = 8,
     judge_size: int = 512,
@@ -313,6 +314,8 @@ def load_environment(
         max_tokens=max_tokens,
         max_seconds=max_seconds,
         render=render,
+        views=views,
+        view_size=view_size,
     )
     backend = None
     if judge is not None:

@@ -15,6 +15,7 @@ from brick_gym.faces.episodes import (
     benchmark_samples,
     deliverables,
     fidelity_samples,
+    plain_name,
     start_episode,
     task_folder,
 )
@@ -80,13 +81,27 @@ def test_task_folders_and_deliverables(tmp_path: Path) -> None:
     sample = benchmark_samples("model")[0]
     episode = start_episode(sample, EpisodeConfig(render=False))
     episode.call("add_part", {"part": "3001", "colour": "red"}, turns=1, tokens=0)
-    with task_folder(tmp_path, "model-001/run-1") as folder:
+    with task_folder(tmp_path, "model-001", "run-1") as folder:
         episode.deliver(folder, stop_reason="finish", turns=1, tokens={})
         delivered = deliverables(folder)
     assert folder == tmp_path / "model-001" / "run-1" and (folder / "model.mpd").is_file()
     assert delivered["model_mpd"].encode("utf-8") == (folder / "model.mpd").read_bytes()
     assert delivered["verification"]["valid"] is True and delivered["contact_sheet"] is None
     assert validity_report(delivered["model_mpd"], sample)["valid"] is True
-    with task_folder(None, "model-001/run-2") as temporary:
+    with task_folder(None, "model-001", "run-2") as temporary:
         assert temporary.is_dir()
     assert not temporary.exists()
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "../x", "a/b", "a\\b", "/etc", "nul\0"])
+def test_names_that_would_leave_the_folder_are_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match="is not a plain file name"), task_folder(tmp_path, "ok", name):
+        pass
+    assert list(tmp_path.iterdir()) == []
+    if name:  # (an empty id the task file check refuses itself)
+        first = json.loads(default_tasks("model").read_text())[0]
+        tasks = tmp_path / "tasks.json"
+        tasks.write_text(json.dumps([first, {**first, "id": name}]))
+        with pytest.raises(BenchError, match=r"tasks.json: task 1: id .* is not a plain file name"):
+            benchmark_samples("model", tasks)
+    assert plain_name("model-001") == "model-001"

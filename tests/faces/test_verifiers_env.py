@@ -141,8 +141,9 @@ def test_a_judge_adds_the_gated_vqa_reward(script, scripted_server) -> None:
 
 
 def test_vf_load_environment_finds_brick_gym() -> None:
-    env = vf.load_environment("brick-gym", setting="set", max_turns=5)
+    env = vf.load_environment("brick-gym", setting="set", max_turns=5, render=True, views=2, view_size=64)
     assert isinstance(env, BrickBenchEnv) and env.config.max_turns == 5
+    assert (env.config.render, env.config.views, env.config.view_size) == (True, 2, 64)
     assert len(env.get_dataset()) == len(benchmark_samples("set"))
 
 
