@@ -63,12 +63,62 @@ def test_pyproject_registers_the_inspect_task() -> None:
     assert registry_lookup("task", "brick_gym/brickbench") is not None  # the module imported above registered it
 
 
+def bench_run(url: str, out: Path) -> Path:
+    """``brick-gym bench run`` of the first Model task against ``url``: the delivered ``model.mpd``."""
+    argv = ["run", "--setting", "model", "--agent", f"openai:loopback-builder@{url}", "--limit", "1"]
+    assert bench_main([*argv, "--out", str(out), "--no-render", "--no-progress"]) == 0
+    (model,) = out.glob("*/model-001/model.mpd")
+    return model
+
+
+def same_model_and_verdict(models: dict[str, Path], verdicts: dict[str, bool], brick_check: Any) -> None:
+    """Every face delivered the same bytes, ``brick-gym check`` passes them, and every face says valid."""
+    contents = {face: path.read_bytes() for face, path in models.items()}
+    assert len(set(contents.values())) == 1, {face: len(c) for face, c in contents.items()}
+    code, report = brick_check(next(iter(models.values())), "model")
+    assert code == 0 and report["valid"] is True
+    assert all(verdicts.values()), verdicts
+
+
 def test_the_same_script_delivers_the_same_model_everywhere(
     tmp_path: Path, script, scripted_server, inspect_model, brick_check
 ) -> None:
     with scripted_server(script) as (url, _):
-        argv = ["run", "--setting", "model", "--agent", f"openai:loopback-builder@{url}", "--limit", "1"]
-        assert bench_main([*argv, "--out", str(tmp_path / "bench"), "--no-render", "--no-progress"]) == 0
+        bench_model = bench_run(url, tmp_path / "bench")
+        env = load_environment(setting="model", out=str(tmp_path / "verifiers"))
+        client = vf.OpenAIChatCompletionsClient(AsyncOpenAI(base_url=url, api_key="test", max_retries=0))
+        (rollout,) = env.evaluate_sync(
+            client=client, model="loopback-builder", num_examples=1, state_columns=["brick_gym"]
+        )["outputs"]
+    (log,) = inspect_eval(
+        brickbench(setting="model", render=False, out=str(tmp_path / "inspect")),
+        model=inspect_model(script),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        limit=1,
+    )
+    (sample,) = read_eval_log(log.location).samples
+    assert sample.store[MODEL_KEY].encode("utf-8") == bench_model.read_bytes()
+    models = {
+        "bench run": bench_model,
+        "inspect (mockllm)": tmp_path / "inspect" / "model-001" / "model.mpd",
+        "verifiers": Path(rollout["brick_gym"]["folder"]) / "model.mpd",
+    }
+    verdicts = {
+        "bench run": json.loads((bench_model.parent / "verification.json").read_text())["valid"],
+        "inspect (mockllm)": sample.scores["validity"].value == 1.0,
+        "verifiers": rollout["metrics"]["validity"] == 1.0,
+    }
+    same_model_and_verdict(models, verdicts, brick_check)
+
+
+@pytest.mark.slow
+def test_inspect_eval_on_the_command_line_delivers_the_same_model(
+    tmp_path: Path, script, scripted_server, brick_check
+) -> None:
+    """``inspect eval brick_gym/brickbench`` as a user runs it (a fresh process: ~30 s), against the server."""
+    with scripted_server(script) as (url, _):
+        bench_model = bench_run(url, tmp_path / "bench")
         cli = inspect_cli(
             tmp_path,
             url,
@@ -84,43 +134,18 @@ def test_the_same_script_delivers_the_same_model_everywhere(
             "--limit",
             "1",
         )
-        assert cli.returncode == 0, cli.stderr[-3000:]
-        env = load_environment(setting="model", out=str(tmp_path / "verifiers"))
-        client = vf.OpenAIChatCompletionsClient(AsyncOpenAI(base_url=url, api_key="test", max_retries=0))
-        (rollout,) = env.evaluate_sync(
-            client=client, model="loopback-builder", num_examples=1, state_columns=["brick_gym"]
-        )["outputs"]
-    (log,) = inspect_eval(
-        brickbench(setting="model", render=False, out=str(tmp_path / "inspect")),
-        model=inspect_model(script),
-        log_dir=str(tmp_path / "logs"),
-        display="none",
-        limit=1,
-    )
-
-    (bench_model,) = (tmp_path / "bench").glob("*/model-001/model.mpd")
+    assert cli.returncode == 0, cli.stderr[-3000:]
     (cli_log,) = (tmp_path / "cli-logs").glob("*.eval")
     (cli_sample,) = read_eval_log(str(cli_log)).samples
-    (sample,) = read_eval_log(log.location).samples
     models = {
         "bench run": bench_model,
-        "inspect (mockllm)": tmp_path / "inspect" / "model-001" / "model.mpd",
         "inspect eval (openai-api)": tmp_path / "inspect-cli" / "model-001" / "model.mpd",
-        "verifiers": Path(rollout["brick_gym"]["folder"]) / "model.mpd",
     }
-    contents = {face: path.read_bytes() for face, path in models.items()}
-    assert len(set(contents.values())) == 1, {face: len(c) for face, c in contents.items()}
-    assert sample.store[MODEL_KEY].encode("utf-8") == contents["bench run"]
-
-    code, report = brick_check(bench_model, "model")
-    assert code == 0 and report["valid"] is True
     verdicts = {
         "bench run": json.loads((bench_model.parent / "verification.json").read_text())["valid"],
-        "inspect (mockllm)": sample.scores["validity"].value == 1.0,
         "inspect eval (openai-api)": cli_sample.scores["validity"].value == 1.0,
-        "verifiers": rollout["metrics"]["validity"] == 1.0,
     }
-    assert all(verdicts.values()), verdicts
+    same_model_and_verdict(models, verdicts, brick_check)
 
 
 def test_patching_the_one_session_prompt_or_check_changes_both_faces(

@@ -70,13 +70,25 @@ def test_a_scripted_model_builds_a_valid_model_and_the_log_says_so(
     )  # the adapter's tool set (program tools where the sandbox runs)
 
 
-def test_the_project_suite_gives_one_sample_and_one_validity_score_per_task(tmp_path: Path, script, inspect_model):
-    log = run_eval(brickbench(setting="model", render=False), inspect_model(script), tmp_path)
-    ids = [t["id"] for t in json.loads(default_tasks("model").read_text())]
+def suite_log_has_one_scored_sample_per_task(log: EvalLog, setting: str) -> None:
+    ids = [t["id"] for t in json.loads(default_tasks(setting).read_text())]
     assert sorted(s.id for s in log.samples) == sorted(ids) and len(ids) == 10
     assert all(s.scores["validity"].value == 1.0 for s in log.samples)
     (scores,) = log.results.scores
     assert scores.name == "validity" and scores.metrics["mean"].value == 1.0
+
+
+def test_the_project_suite_gives_one_sample_and_one_validity_score_per_task(tmp_path: Path, inspect_model) -> None:
+    script = [[("add_part", {"part": "3001", "colour": "red"})], [("finish", {})]]
+    log = run_eval(brickbench(setting="model", render=False), inspect_model(script), tmp_path)
+    suite_log_has_one_scored_sample_per_task(log, "model")
+
+
+@pytest.mark.slow
+def test_the_project_suite_built_with_the_whole_script(tmp_path: Path, script, inspect_model) -> None:
+    """The suite with the build script (joints, a refusal, bulk placement, a sandboxed program) on every task."""
+    log = run_eval(brickbench(setting="model", render=False), inspect_model(script), tmp_path)
+    suite_log_has_one_scored_sample_per_task(log, "model")
 
 
 def test_official_task_files_and_an_inventory(
