@@ -14,7 +14,7 @@ import dataclasses
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,12 @@ from brick_gym.llm.fidelity_briefs import fidelity_bench_task, place_start_piece
 
 __all__ = [
     "FIDELITY",
+    "OPTIONS",
     "FaceSample",
     "benchmark_samples",
     "deliverables",
     "episode_config",
+    "face_config",
     "fidelity_samples",
     "plain_name",
     "start_episode",
@@ -96,6 +98,25 @@ def fidelity_samples(
         raise ValueError(f"the number of fidelity targets must be a positive integer, got {n!r}")
     targets = generate_suite(n, seed, tuple(kinds or ALL_KINDS), size)
     return [FaceSample(fidelity_bench_task(t), FIDELITY, None, t) for t in targets]
+
+
+OPTIONS = (
+    "protocol",
+    "toolset",
+    "max_turns",
+    "max_tool_calls",
+    "max_tokens",
+    "max_seconds",
+    "render",
+    "views",
+    "view_size",
+)
+"""The episode options both faces take as parameters of the same names (setting and inventory are each sample's)."""
+
+
+def face_config(parameters: Mapping[str, Any]) -> EpisodeConfig:
+    """The episode config of a face's parameters (its ``locals()``: those named in :data:`OPTIONS`)."""
+    return EpisodeConfig(**{name: parameters[name] for name in OPTIONS})
 
 
 def episode_config(sample: FaceSample, config: EpisodeConfig) -> EpisodeConfig:

@@ -58,7 +58,14 @@ from inspect_ai.tool import ToolDef, ToolParams  # noqa: E402
 from inspect_ai.util import LimitExceededError, sample_limits  # noqa: E402
 
 from brick_gym.endpoints import image_data_url  # noqa: E402
-from brick_gym.faces.episodes import FaceSample, benchmark_samples, deliverables, start_episode, task_folder  # noqa: E402
+from brick_gym.faces.episodes import (  # noqa: E402
+    FaceSample,
+    benchmark_samples,
+    deliverables,
+    face_config,
+    start_episode,
+    task_folder,
+)
 from brick_gym.faces.scoring import validity_report, vqa_score  # noqa: E402
 from brick_gym.judges.requests import JudgeReply, JudgeRequest  # noqa: E402
 from brick_gym.llm.adapter import MAX_NUDGES, NUDGE, EpisodeConfig, EpisodeTools  # noqa: E402
@@ -114,18 +121,8 @@ def brickbench(
 ) -> Task:
     """BrickBench episodes of one setting (``model``, ``set``, ``alt-build``) from a task file; see the module
     docstring for every parameter. ``vqa_judge`` None: score VQA when a ``judge`` model role is configured."""
+    config = face_config(locals())
     samples = benchmark_samples(setting, tasks, inventory)
-    config = EpisodeConfig(
-        protocol=protocol,
-        toolset=toolset,
-        max_turns=max_turns,
-        max_tool_calls=max_tool_calls,
-        max_tokens=max_tokens,
-        max_seconds=max_seconds,
-        render=render,
-        views=views,
-        view_size=view_size,
-    )
     judged = "judge" in model_roles() if vqa_judge is None else bool(vqa_judge)
     scorers = [validity(), *([vqa(judge_views, judge_size)] if judged else [])]
     return Task(

@@ -41,6 +41,7 @@ from brick_gym.faces.episodes import (  # noqa: E402  (verifiers is checked firs
     FaceSample,
     benchmark_samples,
     deliverables,
+    face_config,
     fidelity_samples,
     start_episode,
     task_folder,
@@ -302,21 +303,11 @@ def load_environment(
     """The BrickBench environment of a setting (``model``, ``set``, ``alt-build``, or ``fidelity``); see the module
     docstring. ``judge`` is a judge spec (``openai:MODEL@URL``, ``transformers:PATH``, ``scripted-yes``); other
     keyword arguments go to the verifiers environment."""
+    config = face_config(locals())
     if setting == FIDELITY:
         samples = fidelity_samples(num_targets, seed, kinds, size)
     else:
         samples = benchmark_samples(setting, tasks, inventory)
-    config = EpisodeConfig(
-        protocol=protocol,
-        toolset=toolset,
-        max_turns=max_turns,
-        max_tool_calls=max_tool_calls,
-        max_tokens=max_tokens,
-        max_seconds=max_seconds,
-        render=render,
-        views=views,
-        view_size=view_size,
-    )
     backend = None
     if judge is not None:
         from brick_gym.judges.backends import judge_from_spec

@@ -11,9 +11,11 @@ import pytest
 from brick_gym.bench.runner import BenchError, default_inventory, default_tasks
 from brick_gym.faces.episodes import (
     FIDELITY,
+    OPTIONS,
     FaceSample,
     benchmark_samples,
     deliverables,
+    face_config,
     fidelity_samples,
     plain_name,
     start_episode,
@@ -105,3 +107,17 @@ def test_names_that_would_leave_the_folder_are_refused(tmp_path: Path, name: str
         with pytest.raises(BenchError, match=r"tasks.json: task 1: id .* is not a plain file name"):
             benchmark_samples("model", tasks)
     assert plain_name("model-001") == "model-001"
+
+
+def test_both_faces_take_every_episode_option_by_name() -> None:
+    import inspect
+
+    pytest.importorskip("inspect_ai")
+    pytest.importorskip("verifiers")
+    from brick_gym.faces.inspect_task import brickbench
+    from brick_gym.faces.verifiers_env import load_environment
+
+    for face in (brickbench, load_environment):
+        assert set(OPTIONS) <= set(inspect.signature(face).parameters), face
+    options = {name: getattr(EpisodeConfig(), name) for name in OPTIONS} | {"max_turns": 7, "setting": "set"}
+    assert face_config(options) == EpisodeConfig(max_turns=7)  # the setting is each sample's
