@@ -1,5 +1,5 @@
 """Fixtures of the project-suite tests: the suite, every reference built once per session, the prepared inputs of
-every project, the scripted followers, and the LLM tests' loopback server (reused, not copied)."""
+every project and the scripted followers (the loopback server is every folder's, in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -25,11 +25,6 @@ def _load(name: str, path: Path) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-_llm = _load("brick_gym_tests_llm_conftest", HERE.parents[1] / "llm" / "conftest.py")
-loopback = _llm.loopback
-completion = _llm.completion
 
 
 @pytest.fixture(scope="session")
