@@ -16,6 +16,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from brick_gym.bench.arguments import OneLineParser, run_command, whole
+
 MODEL_SUFFIXES = (".ldr", ".mpd")
 
 
@@ -100,7 +102,10 @@ def cmd_find(args: argparse.Namespace) -> int:
     """Search the catalogue by words or part number."""
     from brick_gym.core.catalog import find
 
-    hits = find(" ".join(args.query), limit=args.limit)
+    try:
+        hits = find(" ".join(args.query), limit=args.limit)
+    except ValueError as exc:
+        return _fail(f"query: {exc}")
     if args.json:
         print(json.dumps([{"part": p.stem, "name": p.name, "connectors": len(p.connectors)} for p in hits]))
     else:
@@ -136,7 +141,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 1
     task = summary.finished[0]
     folder = Path(summary.out_dir) / task
-    verification = json.loads((folder / "verification.json").read_text(encoding="utf-8"))
+    from brick_gym.core.fileio import read_json
+
+    verification = read_json(folder / "verification.json")
     report = verification["report"]
     issues = tuple(Issue(i["kind"], tuple(i["pieces"]), i["message"]) for i in report.get("issues", ()))
     shown = Report(
@@ -367,7 +374,10 @@ def cmd_vqa_score(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``brick-gym`` argument parser."""
-    parser = argparse.ArgumentParser(prog="brick-gym", description=__doc__)
+    parser = OneLineParser(prog="brick-gym", description=__doc__)
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an unexpected error (anywhere on the line)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("check", help="full BrickBench validity check of .ldr/.mpd files and folders of them")
@@ -380,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("find", help="search parts by words or number")
     p.add_argument("query", nargs="+")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=whole(1, 1000), default=20)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_find)
 
@@ -400,8 +410,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("render", help="render an .ldr/.mpd file: views, contact sheet and thumbnail")
     p.add_argument("path")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--views", type=int, default=8, help="how many of the 8 fixed views (default: 8)")
-    p.add_argument("--size", type=int, default=1024, help="image side in pixels (default: 1024, as BrickBench)")
+    p.add_argument("--views", type=whole(1, 8), default=8, help="how many of the 8 fixed views (default: 8)")
+    p.add_argument(
+        "--size", type=whole(8, 8192), default=1024, help="image side in pixels (default: 1024, as BrickBench)"
+    )
     p.add_argument("--backend", choices=("auto", "moderngl", "software"), default="auto")
     p.set_defaults(func=cmd_render)
 
@@ -409,8 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("align", help='align judgments, one {"task", "first", "second", "winner"} per line')
     p.add_argument("design", help="design judgments, same format")
     p.add_argument("--core", help="comma-separated core systems (fitted first, mean 1000); default: all")
-    p.add_argument("--boot", type=int, default=1000, help="bootstrap draws over tasks (default: 1000)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--boot", type=whole(0, 1_000_000), default=1000, help="bootstrap draws over tasks (default: 1000)")
+    p.add_argument("--seed", type=whole(0, 2**32 - 1), default=0)
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", help="also save a PNG chart here")
     p.set_defaults(func=cmd_elo)
@@ -430,8 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``brick-gym`` command."""
-    args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    return run_command(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 
 from brick_gym.cli import main
 from brick_gym.core.assembly import Assembly
-from brick_gym.core.examples import readme_wall, translation
+from brick_gym.core.examples import doubling_mpd, pile_ldr, readme_wall, translation
 from brick_gym.core.modelfile import save
 
 
@@ -148,3 +148,66 @@ def test_demo_runs_one_benchmark_episode(tmp_path, capsys) -> None:
 def test_console_script_runs_as_a_module() -> None:
     out = subprocess.run([sys.executable, "-m", "brick_gym.cli", "find", "3001"], capture_output=True, text=True)
     assert out.returncode == 0 and "3001" in out.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Untrusted files: one line and exit 2 for unusable input, bounded work for degenerate models
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "Traceback" not in err[0], err
+    return err[0]
+
+
+def test_check_refuses_huge_coordinates_naming_file_and_line(tmp_path, capsys) -> None:
+    path = tmp_path / "far.ldr"
+    path.write_text("0 far\n1 4 0 0 0 1 0 0 0 1 0 0 0 1 3001.dat\n1 4 0 0 1e154 1 0 0 0 1 0 0 0 1 3001.dat\n")
+    assert main(["check", str(path)]) == 2
+    line = _one_error_line(capsys)
+    assert "far.ldr, line 3" in line and "field z" in line and "1,000,000" in line
+
+
+def test_check_of_a_2_19_expansion_is_a_part_limit_issue(tmp_path, capsys) -> None:
+    path = tmp_path / "bomb.mpd"
+    path.write_text(doubling_mpd(19))
+    assert main(["check", str(path), "--setting", "set", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [i["kind"] for i in report["issues"]] == ["part_limit"]
+    assert "expands to 524,288 parts; the set setting allows 4,000" in report["issues"][0]["message"]
+
+
+def test_check_of_400_plates_at_one_spot_names_one_spot(tmp_path, capsys) -> None:
+    path = tmp_path / "pile.ldr"
+    path.write_text(pile_ldr(400))
+    assert main(["check", str(path), "--json"]) == 1
+    issues = json.loads(capsys.readouterr().out)["issues"]
+    assert len(issues) == 1 and "400 pieces of 3024" in issues[0]["message"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"3001": ' + "[" * 100_000 + "]" * 100_000 + "}", '{"3001": {"red": 1}, "3001": {"red": 2}}'],
+    ids=["deep", "repeated-key"],
+)
+def test_check_with_a_hostile_inventory_is_one_line(tmp_path, capsys, text) -> None:
+    model = save(readme_wall(), tmp_path / "wall.mpd")
+    inventory = tmp_path / "inv.json"
+    inventory.write_text(text)
+    assert main(["check", str(model), "--setting", "alt-build", "--inventory", str(inventory)]) == 2
+    assert "inv.json" in _one_error_line(capsys)
+
+
+def test_unexpected_errors_are_one_line_unless_debug(tmp_path, capsys, monkeypatch) -> None:
+    import brick_gym.cli as cli
+
+    def broken(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "cmd_check", broken)
+    assert main(["check", str(tmp_path / "x.ldr")]) == 2
+    line = _one_error_line(capsys)
+    assert "boom" in line and "--debug" in line
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["check", str(tmp_path / "x.ldr"), "--debug"])

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from brick_gym.bench.arguments import OneLineParser, number, run_command, whole
+
 __all__ = [
     "add_bench_commands",
     "add_episode_options",
@@ -87,6 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             name=args.name,
             retry_errors=args.retry_errors,
             sampling=sampling,
+            lock_wait_s=args.lock_wait,
         )
     except BenchError as exc:
         return _fail(str(exc))
@@ -317,19 +320,21 @@ def _add_budget_flags(p: argparse.ArgumentParser) -> None:
     from brick_gym.llm.messages import REASONING_EFFORTS
 
     g = p.add_argument_group("budgets (per episode)")
-    g.add_argument("--max-turns", type=int, help="turns (default 300, BrickBench's)")
-    g.add_argument("--max-tool-calls", type=int, help="tool calls (default 2000)")
-    g.add_argument("--max-tokens", type=int, help="prompt + completion tokens summed over turns (default: none)")
-    g.add_argument("--max-seconds", type=float, help="wall-clock seconds (default: none)")
+    g.add_argument("--max-turns", type=whole(1), help="turns (default 300, BrickBench's)")
+    g.add_argument("--max-tool-calls", type=whole(1), help="tool calls (default 2000)")
+    g.add_argument("--max-tokens", type=whole(1), help="prompt + completion tokens summed over turns (default: none)")
+    g.add_argument("--max-seconds", type=number(0), help="wall-clock seconds (default: none)")
     g = p.add_argument_group("context")
-    g.add_argument("--context-tokens", type=int, help="largest request, reply room included (default 128000)")
-    g.add_argument("--reply-tokens", type=int, help="room kept for the reply (default: max completion tokens or 4096)")
-    g.add_argument("--keep-images-turns", type=int, help="evict images older than this many turns (default 2)")
-    g.add_argument("--keep-results-turns", type=int, help="truncate tool results older than this (default 3)")
-    g.add_argument("--truncated-chars", type=int, help="characters kept of a truncated result (default 600)")
+    g.add_argument("--context-tokens", type=whole(1), help="largest request, reply room included (default 128000)")
+    g.add_argument(
+        "--reply-tokens", type=whole(1), help="room kept for the reply (default: max completion tokens or 4096)"
+    )
+    g.add_argument("--keep-images-turns", type=whole(0), help="evict images older than this many turns (default 2)")
+    g.add_argument("--keep-results-turns", type=whole(0), help="truncate tool results older than this (default 3)")
+    g.add_argument("--truncated-chars", type=whole(0), help="characters kept of a truncated result (default 600)")
     g = p.add_argument_group("sampling")
-    g.add_argument("--temperature", type=float, help="sampling temperature (default: the provider's)")
-    g.add_argument("--max-completion-tokens", type=int, help="most tokens per reply (default: the provider's)")
+    g.add_argument("--temperature", type=number(0), help="sampling temperature (default: the provider's)")
+    g.add_argument("--max-completion-tokens", type=whole(1), help="most tokens per reply (default: the provider's)")
     g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="reasoning effort (default: the provider's)")
 
 
@@ -349,7 +354,9 @@ def add_episode_options(p: argparse.ArgumentParser) -> None:
         "or program (default: + run_python and write_build in the sandbox)",
     )
     p.add_argument(
-        "--program-cpu-seconds", type=float, help="CPU seconds of each run_python / write_build run (default 60)"
+        "--program-cpu-seconds",
+        type=number(0.1, 86400),
+        help="CPU seconds of each run_python / write_build run (default 60)",
     )
     p.add_argument("--no-render", action="store_true", help="do not render views after each episode")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -377,9 +384,15 @@ def _add_subcommands(sub: Any) -> None:
     )
     p.add_argument("--name", help="folder name of the agent (default: derived from --agent)")
     p.add_argument("--out", required=True, help="output folder, one per setting (tasks go to OUT/<agent>/<task-id>/)")
-    p.add_argument("--limit", type=int, help="only the first N tasks")
-    p.add_argument("--jobs", type=int, default=1, help="episodes in parallel (worker processes; default 1)")
+    p.add_argument("--limit", type=whole(0), help="only the first N tasks")
+    p.add_argument("--jobs", type=whole(1, 256), default=1, help="episodes in parallel (worker processes; default 1)")
     add_episode_options(p)
+    p.add_argument(
+        "--lock-wait",
+        type=number(0),
+        default=0.0,
+        help="seconds to wait for another run holding this agent folder's lock (default 0: refuse at once)",
+    )
     p.add_argument(
         "--retry-errors", action="store_true", help="redo finished tasks whose episode ended with a client error"
     )
@@ -393,17 +406,19 @@ def _add_subcommands(sub: Any) -> None:
     p.add_argument("--cache", help="persistent JSONL judge cache (re-scoring asks only what is new)")
     p.add_argument("--out", required=True, help="score folder")
     p.add_argument("--core", help="comma-separated core systems (fitted first, mean 1000); default: all")
-    p.add_argument("--boot", type=int, default=1000, help="bootstrap draws over tasks (default 1000)")
+    p.add_argument("--boot", type=whole(0, 1_000_000), default=1000, help="bootstrap draws over tasks (default 1000)")
     p.add_argument("--inventory", help="alt-build inventory, for models that must be re-checked")
-    p.add_argument("--image-size", type=int, default=1024, help="view and tile size in pixels (default 1024)")
+    p.add_argument(
+        "--image-size", type=whole(8, 4096), default=1024, help="view and tile size in pixels (default 1024)"
+    )
     p.add_argument("--recheck", action="store_true", help="re-check every model instead of reading verification.json")
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("elo", help="print the ELO leaderboard of a score folder")
     p.add_argument("score_dir", help="folder written by `bench score` (align.jsonl, design.jsonl)")
     p.add_argument("--core", help="comma-separated core systems; default: all")
-    p.add_argument("--boot", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--boot", type=whole(0, 1_000_000), default=1000)
+    p.add_argument("--seed", type=whole(0, 2**32 - 1), default=0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_elo)
 
@@ -443,7 +458,7 @@ def add_bench_commands(subparsers: Any) -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """A stand-alone parser for ``python -m brick_gym.bench.cli``."""
-    parser = argparse.ArgumentParser(prog="brick-gym bench", description=__doc__)
+    parser = OneLineParser(prog="brick-gym bench", description=__doc__)
     sub = parser.add_subparsers(dest="bench_command", required=True)
     _add_subcommands(sub)
     return parser
@@ -451,8 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m brick_gym.bench.cli``."""
-    args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    return run_command(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,13 @@ renamed to ``<task-id>.partial-<n>`` (kept for inspection) and the task is run a
 killing a run at any moment and starting it again gives, for every task finished before the kill, byte-for-byte
 the same files, and for every other task a complete fresh episode.
 
+Untrusted names stay inside ``out_dir``: task ids must be safe ids (:mod:`brick_gym.core.paths`: one path
+component of letters, digits, ``-`` and ``_``; a task file with any other id is refused, naming the task's index
+and id), so does ``name``, and every folder is joined with :func:`~brick_gym.core.paths.safe_join`. A task folder
+that is a symlink is never read or written through: it is moved aside like an unfinished one. One run at a time
+per agent folder: the runner holds its run lock (:func:`brick_gym.bench.lock.run_lock`) for the whole run, so a
+second runner on the same ``out_dir``/agent refuses, naming the first one's pid (or waits ``lock_wait_s``).
+
 Only the runner process writes markers. Workers (``jobs > 1``; spawned, each building its own clients from the
 agent spec) only run episodes; on Linux they are tied to the runner with ``PR_SET_PDEATHSIG`` so that a
 killed runner leaves no episode running in the background to write into a folder the next run moves aside.
@@ -40,7 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brick_gym.core.fileio import atomic_write_json
+from brick_gym.bench.lock import RunLocked, run_lock
+from brick_gym.core.fileio import JSONInputError, atomic_write_json, read_json
+from brick_gym.core.paths import MAX_ID_CHARS, UnsafePath, check_safe_id, safe_join
 
 __all__ = [
     "BENCHMARK_DIR",
@@ -55,6 +64,7 @@ __all__ = [
     "load_bench_tasks",
     "read_marker",
     "run",
+    "task_folder",
 ]
 
 #: The project's task suite (``brick_gym/data/benchmark/<setting>/tasks.json``), shipped as package data.
@@ -103,19 +113,37 @@ def load_bench_tasks(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     an unknown dependency only fails the questions involved); any other defect raises :class:`BenchError`
     naming the file, the task id and the field.
     """
-    from brick_gym.judges.vqa import TaskFileError, load_tasks
+    from brick_gym.judges.vqa import TaskFileError, parse_tasks
 
     p = Path(path)
     try:
-        load_tasks(p, strict=False)
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except TaskFileError as exc:
+        data = read_json(p)
+        parse_tasks(data, source=str(p), strict=False)
+    except (TaskFileError, JSONInputError) as exc:
         raise BenchError(f"malformed task file: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise BenchError(f"{p}: task file is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise BenchError(f"{p}: cannot read task file: {exc.strerror or exc}") from None
     return [{"id": t["id"], "prompt": t["prompt"], "questions": t["questions"]} for t in data]
+
+
+def task_folder(root: str | os.PathLike[str], task_id: str) -> Path:
+    """The folder of a task under an agent folder, checked: the id is a safe id and the folder stays under
+    ``root`` (:func:`~brick_gym.core.paths.safe_join`); :class:`BenchError` otherwise."""
+    try:
+        return safe_join(root, check_safe_id(task_id, "task id"))
+    except UnsafePath as exc:
+        raise BenchError(str(exc)) from None
+
+
+def _checked_ids(tasks: list[dict[str, Any]], source: Path) -> list[dict[str, Any]]:
+    """``tasks`` given in code (not read from a task file), once each id is checked to be a safe id; BenchError
+    naming the task's index and id otherwise (the same rule a task file's ids follow)."""
+    for i, task in enumerate(tasks):
+        try:
+            check_safe_id(task.get("id"), "id")
+        except UnsafePath as exc:
+            raise BenchError(f"{source}: task #{i}: {exc}") from None
+    return tasks
 
 
 def resolve_inventory(setting: str, inventory: str | os.PathLike[str] | None) -> Path | None:
@@ -146,14 +174,14 @@ def agent_name(spec: str, sampling: Any = None) -> str:
 
     kind, _, rest = spec.strip().partition(":")
     if not rest:
-        return re.sub(r"[^A-Za-z0-9._-]+", "-", kind).strip("-.") or "agent"
+        return re.sub(r"[^A-Za-z0-9_-]+", "-", kind).strip("-_")[:MAX_ID_CHARS] or "agent"
     digest = spec_hash(spec, _make_client(spec, sampling))
     rest = re.sub(r"@https?://.*$", "", rest)
     if "/" in rest or os.sep in rest:
         rest = Path(rest.rstrip("/" + os.sep)).name
     if kind == "scripted" and rest:
         rest = Path(rest).stem
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{kind}-{rest}").strip("-.")
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{kind}-{rest}").strip("-_")[: MAX_ID_CHARS - 9]
     return f"{name or 'agent'}-{digest}"
 
 
@@ -174,7 +202,7 @@ def _hash_files(folder: Path) -> dict[str, str]:
     """sha256 of every file under ``folder`` (relative POSIX paths, sorted), the marker excluded."""
     out = {}
     for p in sorted(folder.rglob("*")):
-        if p.is_file() and p.name != DONE_FILE and not p.name.startswith(f".{DONE_FILE}"):
+        if p.is_file() and not p.is_symlink() and p.name != DONE_FILE and not p.name.startswith(f".{DONE_FILE}"):
             out[p.relative_to(folder).as_posix()] = _sha256(p)
     return out
 
@@ -182,9 +210,11 @@ def _hash_files(folder: Path) -> dict[str, str]:
 def read_marker(task_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The task folder's ``done.json`` when it is a complete marker for that task, else None."""
     folder = Path(task_dir)
+    if folder.is_symlink():
+        return None  # never trust (or read through) a link
     try:
-        data = json.loads((folder / DONE_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = read_json(folder / DONE_FILE, max_bytes=16 * 1024 * 1024)
+    except (OSError, JSONInputError):
         return None
     if not isinstance(data, dict) or data.get("task_id") != folder.name or not isinstance(data.get("files"), dict):
         return None
@@ -200,15 +230,20 @@ def _changed_files(task_dir: Path, marker: dict[str, Any]) -> list[str]:
     """Files of a finished task that no longer match their recorded hash (or vanished)."""
     changed = []
     for rel, digest in marker["files"].items():
-        p = task_dir / rel
-        if not p.is_file() or _sha256(p) != digest:
-            changed.append(rel)
+        try:
+            p = safe_join(task_dir, str(rel))
+        except UnsafePath:  # a marker naming a file outside its folder was not written by the runner
+            changed.append(str(rel))
+            continue
+        if not p.is_file() or p.is_symlink() or _sha256(p) != digest:
+            changed.append(str(rel))
     return changed
 
 
 def _move_aside(task_dir: Path) -> Path:
+    """Rename an unfinished task folder (or a symlink in its place: the link itself) to ``<id>.partial-<n>``."""
     n = 1
-    while (target := task_dir.with_name(f"{task_dir.name}.partial-{n}")).exists():
+    while os.path.lexists(target := task_dir.with_name(f"{task_dir.name}.partial-{n}")):
         n += 1
     os.rename(task_dir, target)
     return target
@@ -470,6 +505,7 @@ def run(
     on_task: Callable[[str, str], None] | None = None,
     sampling: Any = None,
     tasks: Sequence[dict[str, Any]] | None = None,
+    lock_wait_s: float = 0.0,
 ) -> RunSummary:
     """Run ``agent_spec`` on every task of ``tasks_path`` (default: the project's tasks of ``setting``).
 
@@ -488,8 +524,11 @@ def run(
     ``tasks`` (task dicts, e.g. the project suite's: ``id``, ``prompt``, ``questions`` and optionally ``setting``,
     ``inputs`` and ``images``) replaces the task file; ``tasks_path`` then only names them in the summary.
 
-    ``summary.json`` is written to the agent folder at the end. Raises :class:`BenchError` for unusable input:
-    malformed task file, unreadable inventory, unknown agent spec, bad ``limit``/``jobs``.
+    ``summary.json`` is written to the agent folder at the end. The agent folder's run lock is held throughout:
+    another run holding it makes this one wait up to ``lock_wait_s`` seconds, then raise :class:`BenchError`
+    naming its pid. Raises :class:`BenchError` for unusable input: malformed task file (an id that is not a safe
+    id included), unreadable inventory, unknown agent spec, bad ``limit``/``jobs``/``name``, ``out_dir`` not a
+    folder.
     """
     started = time.perf_counter()
     setting = normalise_setting(setting)
@@ -498,7 +537,7 @@ def run(
     if limit is not None and limit < 0:
         raise BenchError(f"limit must be >= 0, got {limit}")
     tasks_file = Path(tasks_path) if tasks_path is not None else default_tasks(setting)
-    tasks = load_bench_tasks(tasks_file) if tasks is None else [dict(t) for t in tasks]
+    tasks = load_bench_tasks(tasks_file) if tasks is None else _checked_ids([dict(t) for t in tasks], tasks_file)
     if limit is not None:
         tasks = tasks[:limit]
     inv = resolve_inventory(setting, inventory)
@@ -508,84 +547,105 @@ def run(
         from brick_gym.llm.specs import provenance
 
         client_info = provenance(_make_client(agent_spec, sampling))
-        agent = name or agent_name(agent_spec, sampling)
+        agent = name if name is not None else agent_name(agent_spec, sampling)
     except ImportError as exc:
         raise BenchError(f"agent {agent_spec!r} needs an optional dependency: {exc}") from None
     except (ValueError, KeyError, OSError) as exc:
         raise BenchError(f"unusable agent spec {agent_spec!r}: {exc}") from None
     adapter = _adapter()
     cfg = _make_config(config, setting, inv, adapter)
+    root = _agent_folder(out_dir, agent, "--name" if name is not None else "agent name")
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(run_lock(root, wait_s=lock_wait_s))
+        except RunLocked as exc:
+            raise BenchError(str(exc)) from None
+        summary = RunSummary(
+            agent=agent,
+            spec=agent_spec,
+            setting=setting,
+            tasks_path=str(tasks_file),
+            inventory=None if inv is None else str(inv),
+            out_dir=root,
+            tasks=[t["id"] for t in tasks],
+            config=json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
+            if dataclasses.is_dataclass(cfg)
+            else {},
+            client=json.loads(json.dumps(client_info, default=str)),
+            sampling=(sampling.to_json() if sampling is not None else Sampling().to_json()),
+        )
+        meta = {
+            "agent": agent,
+            "spec": agent_spec,
+            "setting": setting,
+            "inventory": summary.inventory,
+            "client": summary.client,
+            "sampling": summary.sampling,
+            "config": summary.config,
+        }
 
-    root = Path(out_dir) / agent
-    root.mkdir(parents=True, exist_ok=True)
-    summary = RunSummary(
-        agent=agent,
-        spec=agent_spec,
-        setting=setting,
-        tasks_path=str(tasks_file),
-        inventory=None if inv is None else str(inv),
-        out_dir=root,
-        tasks=[t["id"] for t in tasks],
-        config=json.loads(json.dumps(dataclasses.asdict(cfg), default=str)) if dataclasses.is_dataclass(cfg) else {},
-        client=json.loads(json.dumps(client_info, default=str)),
-        sampling=(sampling.to_json() if sampling is not None else Sampling().to_json()),
-    )
-    meta = {
-        "agent": agent,
-        "spec": agent_spec,
-        "setting": setting,
-        "inventory": summary.inventory,
-        "client": summary.client,
-        "sampling": summary.sampling,
-        "config": summary.config,
-    }
+        todo: list[dict[str, Any]] = []
+        for task in tasks:
+            task_dir = root / task["id"]  # ids are safe ids (load_bench_tasks); a symlink here is only renamed
+            marker = read_marker(task_dir)
+            if marker is not None and retry_errors and marker.get("stop_reason") == "client_error":
+                marker = None  # asked for: the folder is moved aside below and the episode redone
+            if marker is not None:
+                summary.skipped.append(task["id"])
+                summary.results[task["id"]] = marker
+                changed = _changed_files(task_dir, marker)
+                if changed:
+                    summary.modified[task["id"]] = changed
+                differ = _differing_settings(marker, meta)
+                if differ:
+                    summary.resumed_with_other_settings[task["id"]] = differ
+                continue
+            if os.path.lexists(task_dir):
+                summary.moved_aside[task["id"]] = _move_aside(task_dir).name
+            todo.append(task)  # its folder is made when its episode starts: a killed run leaves only started ones
 
-    todo: list[dict[str, Any]] = []
-    for task in tasks:
-        task_dir = root / task["id"]
-        marker = read_marker(task_dir)
-        if marker is not None and retry_errors and marker.get("stop_reason") == "client_error":
-            marker = None  # asked for: the folder is moved aside below and the episode redone
-        if marker is not None:
-            summary.skipped.append(task["id"])
-            summary.results[task["id"]] = marker
-            changed = _changed_files(task_dir, marker)
-            if changed:
-                summary.modified[task["id"]] = changed
-            differ = _differing_settings(marker, meta)
-            if differ:
-                summary.resumed_with_other_settings[task["id"]] = differ
-            continue
-        if task_dir.exists():
-            summary.moved_aside[task["id"]] = _move_aside(task_dir).name
-        todo.append(task)  # its folder is made when its episode starts: a killed run leaves only started ones
+        bar = _Progress(progress, len(todo), f"{agent} · {setting}")
 
-    bar = _Progress(progress, len(todo), f"{agent} · {setting}")
+        def record(task: dict[str, Any], outcome: dict[str, Any]) -> None:
+            task_id = task["id"]
+            if outcome["ok"]:
+                summary.results[task_id] = _finish(task_folder(root, task_id), task_id, outcome, meta)
+                summary.ran.append(task_id)
+                status = "valid" if summary.results[task_id].get("valid") else "invalid"
+            else:
+                summary.failed[task_id] = outcome["error"]
+                status = "failed"
+            bar.advance(f"{task_id}: {status}")
+            if on_task is not None:
+                on_task(task_id, status)
 
-    def record(task: dict[str, Any], outcome: dict[str, Any]) -> None:
-        task_id = task["id"]
-        if outcome["ok"]:
-            summary.results[task_id] = _finish(root / task_id, task_id, outcome, meta)
-            summary.ran.append(task_id)
-            status = "valid" if summary.results[task_id].get("valid") else "invalid"
-        else:
-            summary.failed[task_id] = outcome["error"]
-            status = "failed"
-        bar.advance(f"{task_id}: {status}")
-        if on_task is not None:
-            on_task(task_id, status)
+        try:
+            if jobs == 1 or len(todo) <= 1:
+                for task in todo:
+                    record(task, _episode(task, agent_spec, str(task_folder(root, task["id"])), cfg, sampling))
+            else:
+                _run_pool(todo, agent_spec, root, cfg, sampling, jobs, record)
+        finally:
+            bar.close()
+            summary.seconds = time.perf_counter() - started
+            atomic_write_json(root / SUMMARY_FILE, summary.to_json())
+        return summary
 
+
+def _agent_folder(out_dir: str | os.PathLike[str], agent: str, what: str) -> Path:
+    """``out_dir/<agent>``, created: the agent name a safe id, ``out_dir`` a folder (BenchError otherwise)."""
+    out = Path(out_dir)
     try:
-        if jobs == 1 or len(todo) <= 1:
-            for task in todo:
-                record(task, _episode(task, agent_spec, str(root / task["id"]), cfg, sampling))
-        else:
-            _run_pool(todo, agent_spec, root, cfg, sampling, jobs, record)
-    finally:
-        bar.close()
-        summary.seconds = time.perf_counter() - started
-        atomic_write_json(root / SUMMARY_FILE, summary.to_json())
-    return summary
+        root = safe_join(out, check_safe_id(agent, what))
+    except UnsafePath as exc:
+        raise BenchError(str(exc)) from None
+    if os.path.lexists(out) and not out.is_dir():
+        raise BenchError(f"--out {out}: exists and is not a folder; give a folder for the run")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BenchError(f"--out {out}: cannot make {root}: {exc.strerror or exc}") from None
+    return root
 
 
 def _run_pool(
@@ -605,7 +665,9 @@ def _run_pool(
     with ProcessPoolExecutor(
         max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
     ) as pool:
-        futures = {pool.submit(_episode, task, spec, str(root / task["id"]), cfg, sampling): task for task in todo}
+        futures = {
+            pool.submit(_episode, task, spec, str(task_folder(root, task["id"])), cfg, sampling): task for task in todo
+        }
         for future in as_completed(futures):
             task = futures[future]
             try:

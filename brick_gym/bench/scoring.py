@@ -13,7 +13,9 @@ How each case scores (per system, over every task of the task file):
   (some answer line missing) is asked again up to :data:`RETRIES` times; still unparsed, the task scores 0 and
   is listed under ``unparsed``. Views come from the run's ``views/`` when all 8 are there at ``image_size``
   (BrickBench: 1024²), else they are rendered at that size into ``<out>/views/<system>/<task>/`` once (the run
-  folders are never written to).
+  folders are never written to). A view file that cannot be read (truncated, not a PNG) is named in a note and
+  the views are rendered again from the model; a model that cannot be rendered either is scored without views
+  (VQA 0, no pairwise comparison on that task) and named in a note.
 * **Pairwise**: for every task and every pair of systems, both questions (align: prompt given; design: prompt
   withheld) in both presentation orders, each build shown as its first 4 views tiled in a row. When only one of
   the two builds is valid it wins both presentations without asking the judge (an invalid assembly scores 0);
@@ -29,10 +31,12 @@ reply beside each), ``leaderboard.md`` and ``leaderboard.png``.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.fileio import atomic_write_jsonl, atomic_write_text
+from brick_gym.core.fileio import JSONInputError, atomic_write_jsonl, atomic_write_text, read_json
+from brick_gym.core.paths import safe_join
 from brick_gym.extras import require
 
 __all__ = [
@@ -175,8 +180,8 @@ def _system_names(run_dirs: Sequence[Path], names: Sequence[str] | None) -> list
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = read_json(path)
+    except (OSError, JSONInputError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -185,8 +190,17 @@ def _first_int(*values: Any) -> int | None:
     return next((v for v in values if isinstance(v, int) and not isinstance(v, bool)), None)
 
 
+class ViewFileError(ValueError):
+    """A view image that cannot be read (truncated, not an image, too large); the message names the file."""
+
+
+MAX_VIEW_PIXELS = 4096 * 4096
+"""Largest view image read (a 1024² view has 1/16 of it); a larger one is refused before it is decoded."""
+
+
 def load_views(folder: Path, count: int = 8) -> list[np.ndarray] | None:
-    """The first ``count`` fixed views (``view_<i>_<name>.png``) of a folder as RGB uint8 arrays; None if any lacks."""
+    """The first ``count`` fixed views (``view_<i>_<name>.png``) of a folder as RGB uint8 arrays; None if any lacks.
+    A view that cannot be read raises :class:`ViewFileError` naming its file."""
     from PIL import Image
 
     from brick_gym.render import VIEW_NAMES
@@ -196,8 +210,15 @@ def load_views(folder: Path, count: int = 8) -> list[np.ndarray] | None:
         return None
     out = []
     for p in paths:
-        with Image.open(p) as img:
-            out.append(np.asarray(img.convert("RGB"), dtype=np.uint8))
+        try:
+            with Image.open(p) as img:
+                if img.width * img.height > MAX_VIEW_PIXELS:
+                    raise ViewFileError(f"{p}: {img.width}x{img.height} pixels, larger than any view")
+                out.append(np.asarray(img.convert("RGB"), dtype=np.uint8))
+        except ViewFileError:
+            raise
+        except (OSError, ValueError, Image.DecompressionBombError) as exc:
+            raise ViewFileError(f"{p}: unreadable view image ({exc or type(exc).__name__})") from None
     return out
 
 
@@ -268,6 +289,8 @@ class _Scorer:
         self.out = out
         self.image_size = image_size
         self.recheck = recheck
+        self.notes: list[str] = []
+        """What went wrong with views on the way (files named), for the leaderboard's notes."""
         self._rules: Any = None
 
     def rules(self) -> Any:
@@ -308,28 +331,44 @@ class _Scorer:
             protocol=str(verification.get("protocol") or "unknown"),
         )
 
-    def views(self, system: str, task_id: str, model: Path) -> list[np.ndarray]:
-        """The 8 views of a build at ``image_size``: the run's own when they have that size, else earlier renders
-        in the score folder, else rendered now (into the score folder; run folders are never written)."""
+    def _readable_views(self, folder: Path, system: str, task_id: str) -> list[np.ndarray] | None:
+        """:func:`load_views` of ``folder`` at ``image_size``, or None (missing, other size, or unreadable: noted)."""
+        try:
+            images = load_views(folder)
+        except ViewFileError as exc:
+            self.notes.append(f"{system} / {task_id}: {exc}; views rendered again from the model")
+            return None
+        if images is None or any(v.shape[:2] != (self.image_size, self.image_size) for v in images):
+            return None
+        return images
+
+    def views(self, system: str, task_id: str, model: Path) -> list[np.ndarray] | None:
+        """The 8 views of a build at ``image_size``: the run's own when they have that size and can be read, else
+        earlier renders in the score folder, else rendered now (into the score folder; run folders are never
+        written). None, with a note naming the model, when the model cannot be rendered."""
+        from brick_gym.core.ldraw import LDrawError
         from brick_gym.core.modelfile import load
         from brick_gym.render import RenderSettings, save_views
 
-        def right_size(images: list[np.ndarray] | None) -> bool:
-            return images is not None and all(v.shape[:2] == (self.image_size, self.image_size) for v in images)
-
-        own = load_views(self.dirs[system] / task_id / "views")
-        if right_size(own):
-            assert own is not None
+        own = self._readable_views(self.dirs[system] / task_id / "views", system, task_id)
+        if own is not None:
             return own
-        folder = self.out / "views" / system.replace("/", "__") / task_id
-        cached = load_views(folder)
-        if right_size(cached):
-            assert cached is not None
+        folder = safe_join(self.out, "views", _folder_name(system), task_id)
+        cached = self._readable_views(folder, system, task_id)
+        if cached is not None:
             return cached
-        save_views(load(model).assembly, folder, RenderSettings(size=self.image_size, views=8))
-        rendered = load_views(folder)
-        assert rendered is not None
-        return rendered
+        try:
+            save_views(load(model).assembly, folder, RenderSettings(size=self.image_size, views=8))
+            return load_views(folder)
+        except (LDrawError, ViewFileError, OSError, RuntimeError) as exc:
+            self.notes.append(f"{system} / {task_id}: {model} could not be rendered ({exc}); scored without views")
+            return None
+
+
+def _folder_name(system: str) -> str:
+    """A system name as one folder name (``runs/a`` -> ``runs__a``; any other unsafe character becomes ``_``)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", system.replace("/", "__"))
+    return name if name.strip("_") else "system_" + hashlib.sha256(system.encode()).hexdigest()[:8]
 
 
 def score(
@@ -383,6 +422,10 @@ def score(
         if unknown:
             raise ValueError(f"core systems {unknown} are not among the scored systems {systems}")
     out_dir = Path(out)
+    if os.path.lexists(out_dir) and not out_dir.is_dir():
+        raise ValueError(f"--out {out_dir}: exists and is not a folder; give a folder for the scores")
+    if any(out_dir.resolve() == d.resolve() or d.resolve() in out_dir.resolve().parents for d in dirs):
+        raise ValueError(f"--out {out_dir} lies inside a run folder; scoring never writes into the runs")
     out_dir.mkdir(parents=True, exist_ok=True)
     if cache is not None and not isinstance(judge, CachedJudge):
         judge = CachedJudge(judge, cache)
@@ -396,7 +439,7 @@ def score(
     align: list[dict[str, Any]] = []
     design: list[dict[str, Any]] = []
     unparsed_pairs: list[dict[str, Any]] = []
-    pair_counts = {"asked": 0, "auto_invalid": 0, "both_invalid_skipped": 0}
+    pair_counts = {"asked": 0, "auto_invalid": 0, "both_invalid_skipped": 0, "no_views_skipped": 0}
     pieces: dict[str, list[int]] = {s: [] for s in systems}
     costs: dict[str, list[float | None]] = {s: [] for s in systems}
     compare = len(systems) >= 2
@@ -419,7 +462,9 @@ def score(
                 sc.invalid.append(task.id)
             else:
                 sc.valid += 1
-                views[s] = scorer.views(s, task.id, e.model)
+                shown = scorer.views(s, task.id, e.model)
+                if shown is not None:
+                    views[s] = shown
 
         # VQA: one request per valid build.
         asked = list(views)
@@ -458,6 +503,9 @@ def score(
             elif a in tiles or b in tiles:
                 winner = a if a in tiles else b
                 loser = b if winner == a else a
+                if entries[loser].status == "valid":  # valid, but its views could not be made: not compared
+                    pair_counts["no_views_skipped"] += 1
+                    continue
                 for target in (align, design):
                     for first, second in ((a, b), (b, a)):
                         target.append(
@@ -503,6 +551,7 @@ def score(
         f"a VQA reply still unparsed after {RETRIES} retries scores 0 and is listed under 'unparsed'.",
     ]
     notes += [f"{d} holds no task folder of this task file: every task counts as missing." for d in empty]
+    notes += scorer.notes
     board: dict[str, dict[str, float]] | None = None
     if not compare:
         notes.append(_NO_ELO_NOTE)

@@ -5,6 +5,11 @@ A submission is one zip of at most :data:`MAX_ZIP_BYTES` holding one folder per 
 assembly). Nothing else may be in it. Tasks missing from the zip count as invalid. The checks here mirror those
 rules; ``build.py`` is only parsed with :mod:`ast`, never executed.
 
+Untrusted zips and folders are read within bounds: a member is decompressed in chunks while its real bytes are
+counted (a header may lie), at most :data:`MAX_MEMBER_BYTES` (``build.py``: :data:`MAX_BUILD_BYTES`); a
+``build.py`` nested too deeply to parse is a problem, not a crash. Building a zip never follows a symlink out of
+the run folders, and never writes the zip into one of them.
+
 :func:`verify` re-checks a folder of tasks (from brick_gym, BrickAgent or any other tool) with the same code path
 and verdicts as ``brick-gym check`` and writes ``verification.json`` beside the task folders. A task's ``build.py``
 is preferred, as in BrickBench: it is rebuilt in the sandbox (:mod:`brick_gym.llm.program`; it may import
@@ -17,13 +22,17 @@ import ast
 import os
 import re
 import zipfile
+import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from brick_gym.core.fileio import atomic_write_json
+from brick_gym.core.paths import UnsafePath, safe_join
 
 __all__ = [
+    "MAX_BUILD_BYTES",
+    "MAX_MEMBER_BYTES",
     "MAX_ZIP_BYTES",
     "TASK_ID",
     "SubmissionError",
@@ -43,8 +52,11 @@ TASK_ID: re.Pattern[str] = re.compile(r"^(model|set|alt)-\d{3}$")
 #: Files a task folder may hold.
 ALLOWED_FILES: tuple[str, ...] = ("model.mpd", "build.py")
 _ONLY = "a task folder holds only model.mpd and/or build.py"
-#: Largest member we decompress to parse (a guard against zip bombs; far above any real model).
-_MAX_MEMBER_BYTES = 256 * 1024 * 1024
+#: Largest member decompressed to be parsed (a guard against zip bombs; a 4,000-part model.mpd is ~0.4 MB).
+MAX_MEMBER_BYTES: int = 16 * 1024 * 1024
+#: Largest build.py parsed (real ones are a few kB; the parser needs ~50x the source in memory).
+MAX_BUILD_BYTES: int = 2 * 1024 * 1024
+_CHUNK = 1 << 20
 # Fixed timestamp for zip members, so the same run folder always gives the same zip bytes.
 _ZIP_TIME = (2026, 1, 1, 0, 0, 0)
 
@@ -83,11 +95,14 @@ def build_submission(
     order = {"mpd": ["model.mpd", "build.py"], "py": ["build.py", "model.mpd"], "both": list(ALLOWED_FILES)}[prefer]
     members: list[tuple[str, Path]] = []
     origin: dict[str, Path] = {}
+    out = Path(zip_path)
     for run in runs:
         if not run.is_dir():
             raise SubmissionError(f"{run}: not a folder")
+        if run.resolve() in out.resolve().parents:
+            raise SubmissionError(f"--out {out} lies inside the run folder {run}; write the zip somewhere else")
         for task_dir in _task_dirs(run):
-            present = [name for name in order if (task_dir / name).is_file()]
+            present = [name for name in order if _inside(run, task_dir.name, name)]
             if not present:
                 continue
             if task_dir.name in origin:
@@ -98,7 +113,8 @@ def build_submission(
     if not members:
         where = ", ".join(map(str, runs))
         raise SubmissionError(f"{where}: no task folder (like model-001/) holds a model.mpd or build.py")
-    out = Path(zip_path)
+    if out.is_dir():
+        raise SubmissionError(f"--out {out} is a folder; give the path of the zip to write")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
     try:
@@ -122,9 +138,36 @@ def build_submission(
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _inside(run: Path, task: str, name: str) -> bool:
+    """Whether ``run/task/name`` is a regular file that lies inside ``run`` (no symlink out of it is followed)."""
+    try:
+        path = safe_join(run, task, name)
+    except UnsafePath:
+        return False
+    return path.is_file()
+
+
 def _defines_build(source: str) -> bool:
-    tree = ast.parse(source)
+    """Whether the module defines a top-level ``build``; SyntaxError/ValueError as ``ast.parse`` raises them, and
+    SyntaxError for code nested too deeply for the parser (it would raise RecursionError or MemoryError)."""
+    try:
+        tree = ast.parse(source)
+    except (RecursionError, MemoryError):
+        raise SyntaxError("the code is nested too deeply to be parsed") from None
     return any(isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "build" for node in tree.body)
+
+
+def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes | None:
+    """A member's bytes, decompressed in chunks and counted as they come (the header's sizes may lie); None as
+    soon as more than ``limit`` bytes come out."""
+    chunks, total = [], 0
+    with zf.open(info) as fh:
+        while chunk := fh.read(_CHUNK):
+            total += len(chunk)
+            if total > limit:
+                return None
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> list[str]:
@@ -133,12 +176,15 @@ def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> lis
 
     name = info.filename
     where = f"{label}: {name}"
-    if info.file_size > _MAX_MEMBER_BYTES:
-        return [f"{where}: {info.file_size} bytes uncompressed; too large to be a model"]
+    limit = MAX_BUILD_BYTES if name.endswith("/build.py") else MAX_MEMBER_BYTES
+    if info.file_size > limit:
+        return [f"{where}: {info.file_size:,} bytes uncompressed; at most {limit:,} are read"]
     try:
-        raw = zf.read(info)
-    except (zipfile.BadZipFile, OSError, RuntimeError, ValueError) as exc:  # bad CRC, encrypted, bad compression
+        raw = _read_member(zf, info, limit)
+    except (zipfile.BadZipFile, OSError, RuntimeError, ValueError, EOFError, zlib.error) as exc:  # bad CRC, ...
         return [f"{where}: cannot be read from the zip ({exc})"]
+    if raw is None:
+        return [f"{where}: inflates to more than {limit:,} bytes (its header says {info.file_size:,}); not read"]
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -291,12 +337,15 @@ def check_model_file(path: str | os.PathLike[str], rules: Any, *, stability: boo
 def check_model_text(text: str, name: str, rules: Any, *, stability: bool = True) -> dict[str, Any]:
     """:func:`check_model_file` for LDraw text (e.g. the model a ``build.py`` exported): a brick_gym export carries
     the build's authored connections (``0 !BRICK_GYM CONNECT`` lines), so they are required exact as in the build."""
-    from brick_gym.core.ldraw import LDrawError, read_ldraw
-    from brick_gym.core.modelfile import from_model
-    from brick_gym.core.validity import check_loaded
+    from brick_gym.core.ldraw import LDrawError, PartCountExceeded, read_ldraw
+    from brick_gym.core.modelfile import from_model, part_bound
+    from brick_gym.core.validity import check_loaded, oversized_report
 
+    limit, note = part_bound(rules)
     try:
-        loaded = from_model(read_ldraw(text, name), rules)
+        loaded = from_model(read_ldraw(text, name, max_parts=limit, limit_note=note), rules)
+    except PartCountExceeded as exc:
+        return oversized_report(rules.setting.name, exc.count, str(exc)).to_json()
     except LDrawError as exc:
         return _unusable_report(str(exc), rules.setting.name)
     return check_loaded(loaded, stability=stability).to_json()
@@ -337,6 +386,34 @@ def _rebuilt_report(task_dir: Path, rules: Any, stability: bool, limits: Any) ->
     return {"path": path, "api": built.api, "build": built.message, **report}
 
 
+def _task_report(root: Path, task_dir: Path, rules: Any, stability: bool, prefer: str, limits: Any) -> dict[str, Any]:
+    """One task's entry of ``verification.json`` (see :func:`verify`); files reached through a symlink that leads
+    out of ``root`` are not read."""
+    model, build = task_dir / "model.mpd", task_dir / "build.py"
+    outside = [p for p in (model, build) if os.path.lexists(p) and not _inside(root, task_dir.name, p.name)]
+    if outside or task_dir.is_symlink():
+        what = task_dir if task_dir.is_symlink() else outside[0]
+        message = f"{what}: a symlink leading outside {root}; not followed"
+        return {"path": str(model.relative_to(root)), **_unusable_report(message, rules.setting.name)}
+    entry: dict[str, Any] | None = None
+    note = None
+    if build.is_file() and (prefer == "py" or not model.is_file()):
+        entry = _rebuilt_report(task_dir, rules, stability, limits)
+        if entry is None:
+            from brick_gym.llm.sandbox import sandbox_problem
+
+            note = f"build.py not rebuilt ({sandbox_problem()})"
+    if entry is None and model.is_file():
+        entry = {"path": model, **check_model_file(model, rules, stability=stability)}
+    elif entry is None:
+        why = note or f"{model}: no model.mpd or build.py in this task folder"
+        entry = {"path": model, **_unusable_report(why, rules.setting.name)}
+    entry["path"] = str(Path(entry["path"]).relative_to(root))
+    if note:
+        entry["note"] = note
+    return entry
+
+
 def verify(
     folder: str | os.PathLike[str],
     setting: str,
@@ -375,23 +452,11 @@ def verify(
     rules = Rules.for_setting(setting, inventory)
     tasks: dict[str, dict[str, Any]] = {}
     for task_dir in task_folders(root):
-        model, build = task_dir / "model.mpd", task_dir / "build.py"
-        entry: dict[str, Any] | None = None
-        note = None
-        if build.is_file() and (prefer == "py" or not model.is_file()):
-            entry = _rebuilt_report(task_dir, rules, stability, limits)
-            if entry is None:
-                from brick_gym.llm.sandbox import sandbox_problem
-
-                note = f"build.py not rebuilt ({sandbox_problem()})"
-        if entry is None and model.is_file():
-            entry = {"path": model, **check_model_file(model, rules, stability=stability)}
-        elif entry is None:
-            why = note or f"{model}: no model.mpd or build.py in this task folder"
-            entry = {"path": model, **_unusable_report(why, rules.setting.name)}
-        entry["path"] = str(Path(entry["path"]).relative_to(root))
-        if note:
-            entry["note"] = note
+        try:
+            entry = _task_report(root, task_dir, rules, stability, prefer, limits)
+        except Exception as exc:  # one model must never stop the batch: it is invalid, the others are checked
+            message = f"{task_dir / 'model.mpd'}: the check failed ({type(exc).__name__}: {exc})"
+            entry = {"path": str(Path(task_dir.name) / "model.mpd"), **_unusable_report(message, rules.setting.name)}
         entry.pop("timings_s", None)  # wall-clock times would make the file differ between identical runs
         tasks[task_dir.name] = entry
     missing = [t for t in (expected_ids or []) if t not in tasks]

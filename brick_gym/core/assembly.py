@@ -35,6 +35,7 @@ from brick_gym.core.occupancy import (
     range_of_bounds,
     studs_reach,
 )
+from brick_gym.core.poses import MAX_COORDINATE_LDU
 from brick_gym.core.rules import Rules
 
 REASONS = (
@@ -518,8 +519,12 @@ class Assembly:
                 (host.id, *holder),
             )
         for name, value in (("yaw", placement.yaw), ("slide", placement.slide)):
-            if not math.isfinite(float(value)):
-                return _refuse("bad_pose", f"{name} must be a finite number, got {value!r}")
+            try:
+                finite = math.isfinite(float(value))
+            except (OverflowError, TypeError, ValueError):
+                finite = False
+            if not finite:
+                return _refuse("bad_pose", f"{name} must be a finite number, got {repr(value)[:40]}")
         rotation = None
         if placement.rotation is not None:
             try:
@@ -537,6 +542,12 @@ class Assembly:
     def _commit_checked(
         self, part: Part, code: int, pose: np.ndarray, authored: tuple[int, int, int] | None, dry_run: bool = False
     ) -> Outcome:
+        if np.abs(pose[:3, 3]).max() > MAX_COORDINATE_LDU:
+            return _refuse(
+                "bad_pose",
+                f"{part.stem} ('{part.name}') would sit at {_point(pose[:3, 3])}, outside ±{MAX_COORDINATE_LDU:,.0f} "
+                "LDU; positions must be within that bound",
+            )
         new_id = self._next_id
         candidate = Piece(new_id, part, code, _frozen(pose))
         if self.strict:

@@ -99,12 +99,17 @@ def placement_from_mapping(item: Mapping[str, Any]) -> Placement:
         raise BadPlacement("unknown_part", "'part' (a part number or name) is required")
     if not isinstance(colour, str | int) or isinstance(colour, bool):
         raise BadPlacement("unknown_colour", "'colour' (a colour name or LDraw code) is required")
-    if isinstance(colour, str) and colour.strip().isdecimal():
+    if isinstance(colour, str) and colour.strip().isdecimal() and len(colour.strip()) <= 10:
         colour = int(colour.strip())
-    numbers = {k: item.get(k, 0.0) for k in ("yaw", "slide", "angle")}
-    for k, v in numbers.items():
+    numbers: dict[str, float] = {}
+    for k in ("yaw", "slide", "angle"):
+        v = item.get(k, 0.0)
         if isinstance(v, bool) or not isinstance(v, int | float):
-            raise BadPlacement("bad_pose", f"'{k}' must be a number, got {v!r}")
+            raise BadPlacement("bad_pose", f"'{k}' must be a number, got {repr(v)[:60]}")
+        try:
+            numbers[k] = float(v)
+        except OverflowError:
+            raise BadPlacement("bad_pose", f"'{k}' is a number too large to use") from None
     if "to" in item:
         if "position" in item or "matrix" in item or "axis" in item:
             raise BadPlacement("bad_pose", "a placement is by connector ('to', 'by') or by pose ('position'), not both")

@@ -18,6 +18,8 @@ from importlib import resources
 import numpy as np
 
 STUD_KINDS = frozenset({"stud", "hole"})
+MAX_QUERY_CHARS = 200
+"""Longest part search or part key looked up (names run to ~80 characters)."""
 POLARISED_KINDS = frozenset({"hinge", "ball", "fixed"})
 
 
@@ -86,12 +88,15 @@ class Part:
         return {k: tuple(v) for k, v in out.items()}
 
     def connector(self, group: str, index: int) -> Connector:
-        """The ``index``-th connector of ``group``; raises KeyError/IndexError naming what exists."""
+        """The ``index``-th connector of ``group`` (0-based; a negative index is refused, never counted from the
+        end); raises KeyError/IndexError naming what exists."""
         conns = self.groups.get(group)
         if conns is None:
             have = "; ".join(connector_count(g, len(c)) for g, c in self.groups.items()) or "none at all"
-            raise KeyError(f"part {self.stem} ({self.name}) has no {group!r} connectors; its connectors: {have}")
-        if not -len(conns) <= index < len(conns):
+            raise KeyError(
+                f"part {self.stem} ({self.name}) has no {str(group)[:40]!r} connectors; its connectors: {have}"
+            )
+        if not 0 <= index < len(conns):
             raise IndexError(
                 f"part {self.stem} ({self.name}) has no {group}[{index}]: {connector_count(group, len(conns))}"
             )
@@ -157,8 +162,11 @@ class Catalog:
         if isinstance(key, int | np.integer):
             if 0 <= int(key) < len(self.stems):
                 return self.by_id(int(key))
-            raise UnknownPart(f"no part with id {key} (ids run 0..{len(self.stems) - 1})")
+            shown = int(key) if abs(int(key)) < 10**12 else "that large"
+            raise UnknownPart(f"no part with id {shown} (ids run 0..{len(self.stems) - 1})")
         text = str(key).strip()
+        if len(text) > MAX_QUERY_CHARS:
+            raise UnknownPart(f"unknown part {text[:40]!r}...: {len(text):,} characters is no part number or name")
         stem = text.lower().replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".dat")
         pid = self._stem_to_id.get(stem)
         if pid is None:
@@ -183,8 +191,11 @@ class Catalog:
         return (hit[0], np.array(hit[1])) if hit else None
 
     def find(self, query: str, limit: int = 20) -> list[Part]:
-        """Parts whose number or name contains every word of ``query``, most common and simplest first."""
-        words = [w for w in re.split(r"\s+", query.lower().strip()) if w]
+        """Parts whose number or name contains every word of ``query``, most common and simplest first. A query of
+        more than :data:`MAX_QUERY_CHARS` characters raises ValueError (each word is a pass over the catalogue)."""
+        if len(query) > MAX_QUERY_CHARS:
+            raise ValueError(f"a part search takes at most {MAX_QUERY_CHARS} characters, got {len(query):,}")
+        words = list(dict.fromkeys(w for w in re.split(r"\s+", query.lower().strip()) if w))
         if not words:
             return []
         exact = self._stem_to_id.get(query.lower().strip().removesuffix(".dat"))

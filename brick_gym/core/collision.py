@@ -4,6 +4,10 @@ Collision meshes are BrickBench-calibrated (see ``meshes``): two pieces collide 
 intersect, i.e. when they overlap by more than 1 LDU. Touching and correctly mated parts do not collide.
 The verdict for a pair depends only on the two part types and their relative pose, so it is memoised per
 process on (stems, rounded relative pose): LEGO models repeat the same few pairings thousands of times.
+
+The from-scratch scan (:func:`collision_scan`) is bounded for untrusted models: two box parts on the lattice are
+decided by their cells (``occupancy``, exact, no mesh test); the broad phase runs in chunks; at most
+``max_narrow`` pairs go to the mesh test and at most ``max_pairs`` colliding pairs are listed, the rest counted.
 """
 
 from __future__ import annotations
@@ -11,30 +15,25 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 
-from brick_gym.core.meshes import OVERLAP_ALLOWANCE_LDU, box_corners, collision_mesh
+from brick_gym.core.meshes import OVERLAP_ALLOWANCE_LDU, box_corners, bvh, collision_mesh
 
 CELL_LDU = 40.0
+MAX_NARROW_PAIRS = 200_000
+"""Most piece pairs a from-scratch scan sends to the mesh test (a real 4,000-part model needs a few tens of
+thousands; pieces piled on one another need n²): the rest are counted as untested."""
+MAX_LISTED_PAIRS = 10_000
+"""Most colliding pairs a from-scratch scan lists; the rest are counted."""
+_SWEEP_CHUNK = 1_000_000
 _POSE_DECIMALS = 6
 _CACHE_LIMIT = 200_000
 _pair_cache: dict[bytes, bool] = {}
 _cache_lock = threading.Lock()
-
-
-@cache
-def bvh(stem: str):  # -> fcl.BVHModel, shared per part type
-    import fcl
-
-    mesh = collision_mesh(stem)
-    model = fcl.BVHModel()
-    model.beginModel(len(mesh.vertices), len(mesh.faces))
-    model.addSubModel(np.ascontiguousarray(mesh.vertices), np.ascontiguousarray(mesh.faces))
-    model.endModel()
-    return model
 
 
 @cache
@@ -230,26 +229,106 @@ class CollisionIndex:
         return [p for p, hit in zip(near, verdicts, strict=True) if hit]
 
 
-def all_collisions(pieces: dict[int, tuple[str, np.ndarray]]) -> list[tuple[int, int]]:
-    """Every colliding pair among ``pieces`` ({id: (stem, pose)}), from scratch: a sort-and-sweep broad phase over
-    world bounds in numpy, then the (memoised) narrow phase on overlapping pairs. Sorted (a < b) pairs."""
+@dataclass(frozen=True)
+class CollisionScan:
+    """What a from-scratch collision scan found: colliding pairs (sorted, a < b; at most ``max_pairs``), how many
+    more collide beyond those, how many overlapping pairs were left untested (over ``max_narrow``), and every
+    piece in a colliding or untested pair."""
+
+    pairs: list[tuple[int, int]]
+    more: int
+    untested: int
+    involved: frozenset[int]
+
+    @property
+    def total(self) -> int:
+        """Colliding pairs found, listed or not."""
+        return len(self.pairs) + self.more
+
+
+def _lattice_cells(stems: Sequence[str], poses: np.ndarray) -> np.ndarray:
+    """(n, 6) inclusive cell ranges of box parts on the lattice (``occupancy``); rows of -1 for other pieces."""
+    from brick_gym.core.occupancy import box_shape, cell_range
+
+    out = np.full((len(stems), 6), -1, dtype=np.int64)
+    shapes = {s: box_shape(s) for s in set(stems)}
+    for i, (stem, pose) in enumerate(zip(stems, poses, strict=True)):
+        shape = shapes[stem]
+        rng = None if shape is None else cell_range(shape, pose.tolist())
+        if rng is not None:
+            out[i] = rng
+    return out
+
+
+def _overlapping_boxes(lo: np.ndarray, hi: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Index pairs (i, j) of boxes that overlap, by sort and sweep along x, in chunks of about _SWEEP_CHUNK
+    candidate pairs (so that n² overlapping boxes never need n² memory at once)."""
+    n = len(lo)
+    order = np.argsort(lo[:, 0], kind="stable")
+    lo_s, hi_s = lo[order], hi[order]
+    counts = np.maximum(np.searchsorted(lo_s[:, 0], hi_s[:, 0], side="left") - np.arange(n) - 1, 0)
+    ends = np.cumsum(counts)
+    start = 0
+    while start < n:
+        stop = max(start + 1, int(np.searchsorted(ends, (ends[start - 1] if start else 0) + _SWEEP_CHUNK, "right")))
+        rows, cnt = np.arange(start, min(stop, n)), counts[start:stop]
+        first = np.repeat(rows, cnt)
+        offsets = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        second = first + 1 + offsets
+        overlap = np.all(lo_s[first] < hi_s[second], axis=1) & np.all(lo_s[second] < hi_s[first], axis=1)
+        yield order[first[overlap]], order[second[overlap]]
+        start = stop
+
+
+def collision_scan(
+    pieces: dict[int, tuple[str, np.ndarray]],
+    *,
+    max_narrow: int | None = MAX_NARROW_PAIRS,
+    max_pairs: int | None = MAX_LISTED_PAIRS,
+) -> CollisionScan:
+    """Every colliding pair among ``pieces`` ({id: (stem, pose)}), from scratch and bounded: a chunked
+    sort-and-sweep broad phase over world bounds in numpy; pairs of two box parts on the lattice decided by their
+    cells; other overlapping pairs by the (memoised) mesh test, at most ``max_narrow`` of them (in sweep order;
+    the rest are counted in ``untested``). At most ``max_pairs`` colliding pairs are listed (None: no bound)."""
     ids = sorted(pieces)
     if len(ids) < 2:
-        return []
+        return CollisionScan([], 0, 0, frozenset())
     stems = [pieces[i][0] for i in ids]
     poses = np.array([pieces[i][1] for i in ids], dtype=np.float64)
     corners = np.array([local_bounds(s) for s in stems])  # (n, 8, 4)
     world = np.einsum("nkj,nij->nki", corners, poses)[:, :, :3]
-    lo, hi = world.min(axis=1), world.max(axis=1)
-    order = np.argsort(lo[:, 0], kind="stable")
-    lo_s, hi_s = lo[order], hi[order]
-    ends = np.searchsorted(lo_s[:, 0], hi_s[:, 0], side="left")
-    counts = np.maximum(ends - np.arange(len(ids)) - 1, 0)
-    first = np.repeat(np.arange(len(ids)), counts)
-    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    second = first + 1 + offsets
-    overlap = np.all(lo_s[first] < hi_s[second], axis=1) & np.all(lo_s[second] < hi_s[first], axis=1)
-    a, b = order[first[overlap]], order[second[overlap]]
-    verdicts = pair_verdicts([stems[i] for i in a], poses[a], [stems[i] for i in b], poses[b])
-    pairs = {tuple(sorted((ids[i], ids[j]))) for i, j, hit in zip(a.tolist(), b.tolist(), verdicts, strict=True) if hit}
-    return sorted(pairs)
+    cells = _lattice_cells(stems, poses)
+    on_lattice = cells[:, 0] >= 0 if len(cells) else np.zeros(0, dtype=bool)
+    hits: list[np.ndarray] = []
+    involved = np.zeros(len(ids), dtype=bool)
+    narrow_left = math.inf if max_narrow is None else max_narrow
+    untested = 0
+    for a, b in _overlapping_boxes(world.min(axis=1), world.max(axis=1)):
+        boxes = on_lattice[a] & on_lattice[b]
+        ca, cb = cells[a[boxes]], cells[b[boxes]]
+        shared = np.all(ca[:, :3] <= cb[:, 3:], axis=1) & np.all(cb[:, :3] <= ca[:, 3:], axis=1)
+        hits.append(np.stack([a[boxes][shared], b[boxes][shared]], axis=1))
+        na, nb = a[~boxes], b[~boxes]
+        if len(na) > narrow_left:
+            cut = int(narrow_left)
+            untested += len(na) - cut
+            involved[na[cut:]] = involved[nb[cut:]] = True
+            na, nb = na[:cut], nb[:cut]
+        narrow_left -= len(na)
+        if len(na):
+            verdicts = pair_verdicts([stems[i] for i in na], poses[na], [stems[i] for i in nb], poses[nb])
+            hits.append(np.stack([na[verdicts], nb[verdicts]], axis=1))
+    found = np.concatenate(hits) if hits else np.zeros((0, 2), dtype=np.int64)
+    involved[found.ravel()] = True
+    key = np.asarray(ids)[found]
+    key.sort(axis=1)
+    key = np.unique(key, axis=0) if len(key) else key.reshape(0, 2)
+    shown = key if max_pairs is None else key[:max_pairs]
+    listed = [(int(x), int(y)) for x, y in shown]
+    return CollisionScan(listed, len(key) - len(listed), untested, frozenset(np.asarray(ids)[involved].tolist()))
+
+
+def all_collisions(pieces: dict[int, tuple[str, np.ndarray]]) -> list[tuple[int, int]]:
+    """Every colliding pair among ``pieces`` ({id: (stem, pose)}), sorted (a < b): :func:`collision_scan` without
+    bounds (for callers that want the full list, e.g. consistency checks on assemblies built here)."""
+    return collision_scan(pieces, max_narrow=None, max_pairs=None).pairs

@@ -1,4 +1,5 @@
-"""Built-in example assemblies: BrickAgent's README wall, and running-bond walls of any size for benchmarks."""
+"""Built-in example assemblies: BrickAgent's README wall, running-bond walls of any size for benchmarks, and
+degenerate model files (a pile at one spot, a doubling .mpd) for the bounds on untrusted input."""
 
 from __future__ import annotations
 
@@ -90,3 +91,18 @@ def random_assembly(seed: int, steps: int, palette: tuple[str, ...] = DEFAULT_RA
             src = sources[rng.integers(len(sources))]
             a.attach(stem, "red", to=target, by=(src.group, src.group_index), yaw=float(rng.integers(4)) * 90)
     return a
+
+
+def pile_ldr(count: int, part: str = "3024", colour: int = 4) -> str:
+    """LDraw text of ``count`` copies of one part at one spot (the degenerate overlap a check must stay cheap on)."""
+    return "0 pile\n" + f"1 {colour} 0 0 0 1 0 0 0 1 0 0 0 1 {part}.dat\n" * count
+
+
+def doubling_mpd(levels: int, part: str = "3024") -> str:
+    """A small .mpd whose main model expands to ``2**levels`` parts: each submodel holds its child twice (19 levels:
+    524,288 plates from 1.9 KB of text)."""
+    files = ["0 FILE main.ldr\n1 16 0 0 0 1 0 0 0 1 0 0 0 1 s1.ldr\n"]
+    for i in range(1, levels + 1):
+        child = f"s{i + 1}.ldr" if i < levels else f"{part}.dat"
+        files.append(f"0 FILE s{i}.ldr\n1 16 0 0 0 1 0 0 0 1 0 0 0 1 {child}\n1 16 0 -8 0 1 0 0 0 1 0 0 0 1 {child}\n")
+    return "".join(files)

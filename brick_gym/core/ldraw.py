@@ -7,6 +7,11 @@ the referencing line's colour); any other reference is a part, identified by its
 Units are LDU, -Y is up. Numbers are written with the shortest repr-exact digits, so read(write(x)) == x.
 brick_gym's own meta lines (``0 !BRICK_GYM ...``, ignored by other tools as unknown meta commands) are kept when
 they stand in the main model; ``modelfile`` gives them their meaning.
+
+Bounds on untrusted files: positions (as written and as composed through submodels) within
+±:data:`MAX_COORDINATE_LDU`, at most :data:`MAX_DEPTH` levels of submodels, and a flattened part count that is
+worked out from the subfiles alone (no pose is composed, no part built) and refused above ``max_parts``
+(:class:`PartCountExceeded`, naming the count) before anything is expanded.
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from brick_gym.core.poses import MAX_COORDINATE_LDU
+
 __all__ = [
+    "MAX_COORDINATE_LDU",
     "MAX_DEPTH",
+    "MAX_FILE_BYTES",
     "MAX_PARTS",
     "META_COMMAND",
     "LDrawError",
@@ -30,6 +39,7 @@ __all__ = [
     "LDrawPart",
     "LDrawReference",
     "LDrawSubfile",
+    "PartCountExceeded",
     "format_part_line",
     "part_stem",
     "read_ldraw",
@@ -45,7 +55,9 @@ MAX_DEPTH = 64
 """Most levels of submodel nesting below the main model that a reader flattens."""
 
 MAX_PARTS = 1_000_000
-"""Most parts a flattened model may hold; guards against submodels that multiply exponentially."""
+"""Most parts a flattened model may hold unless the reader is given a lower bound (a setting's part limit);
+guards against submodels that multiply exponentially."""
+
 
 META_COMMAND = "!BRICK_GYM"
 """The meta command of brick_gym's own ``0`` lines."""
@@ -79,6 +91,16 @@ class LDrawError(ValueError):
         if text is not None:
             full += f" [line: {text.strip()!r}]"
         super().__init__(full)
+
+
+class PartCountExceeded(LDrawError):
+    """The file expands (submodels included) to more parts than allowed; ``count`` and ``limit`` say how many."""
+
+    def __init__(self, file: str, count: int, limit: int, note: str | None = None) -> None:
+        self.count = count
+        self.limit = limit
+        shown = f"{count:,}" if count < 10**18 else "more than 10^18"
+        super().__init__(f"expands to {shown} parts; {note or f'at most {limit:,} are read'}", file)
 
 
 @dataclass(frozen=True)
@@ -225,6 +247,12 @@ def _parse_type1(stripped: str, err: _ErrorAt, line: int) -> _Ref:
     colour = _parse_colour(fields[1], err)
     values = [_parse_number(tok, name, err) for tok, name in zip(fields[2:14], _FIELD_NAMES, strict=True)]
     x, y, z, a, b, c, d, e, f, g, h, i = values
+    for value, field in ((x, "x"), (y, "y"), (z, "z")):
+        if abs(value) > MAX_COORDINATE_LDU:
+            raise err(
+                f"field {field} = {value:g} lies outside ±{MAX_COORDINATE_LDU:,.0f} LDU (400 m); "
+                "positions must be within that bound"
+            )
     pose = np.array([[a, b, c, x], [d, e, f, y], [g, h, i, z], [0.0, 0.0, 0.0, 1.0]])
     if _is_singular(pose[:3, :3]):
         raise err("the 3x3 matrix (a b c / d e f / g h i) is singular (determinant ~0); use an invertible rotation")
@@ -321,7 +349,8 @@ class _Flattener:
             )
 
     def count(self, sub: _Subfile, chain: list[str]) -> int:
-        """Number of parts `sub` flattens to (memoised); raises on cycles, depth and more than MAX_PARTS parts."""
+        """Number of parts `sub` flattens to, exactly (memoised per subfile: linear in the file's lines, however
+        large the count); raises on cycles and nesting deeper than MAX_DEPTH."""
         key = chain[-1]
         if key in self.counts:
             return self.counts[key]
@@ -336,15 +365,6 @@ class _Flattener:
                 chain.append(child_key)
                 total += self.count(child, chain)
                 chain.pop()
-            if total > MAX_PARTS:
-                raise LDrawError(
-                    f"the model flattens to more than {MAX_PARTS} parts (submodels referenced many times over); "
-                    "reduce repeated submodel references",
-                    sub.name,
-                    ref.line,
-                    ref.text,
-                    container=self.container,
-                )
         self.counts[key] = total
         return total
 
@@ -359,9 +379,15 @@ class _Flattener:
             else:
                 with np.errstate(all="ignore"):
                     pose = parent @ ref.pose
-                if not np.all(np.isfinite(pose)):
+                finite = bool(np.all(np.isfinite(pose)))
+                if not finite or np.abs(pose[:3, 3]).max() > MAX_COORDINATE_LDU:
+                    what = (
+                        f"world position lies outside ±{MAX_COORDINATE_LDU:,.0f} LDU"
+                        if finite
+                        else "world pose overflows to a non-finite value"
+                    )
                     raise LDrawError(
-                        "the composed world pose overflows to a non-finite value; use smaller translations/scales",
+                        f"the composed {what}; use smaller translations/scales",
                         sub.name,
                         ref.line,
                         ref.text,
@@ -379,8 +405,14 @@ class _Flattener:
             chain.pop()
 
 
-def read_ldraw(text: str, name: str = "model.ldr") -> LDrawModel:
-    """Parse .ldr or .mpd text into a flattened model; `name` labels a plain .ldr and its error messages."""
+def read_ldraw(
+    text: str, name: str = "model.ldr", *, max_parts: int = MAX_PARTS, limit_note: str | None = None
+) -> LDrawModel:
+    """Parse .ldr or .mpd text into a flattened model; `name` labels a plain .ldr and its error messages.
+
+    A file that expands to more than ``max_parts`` parts raises :class:`PartCountExceeded` before anything is
+    expanded; ``limit_note`` says where the bound comes from (e.g. ``"the set setting allows 4,000"``).
+    """
     if not isinstance(text, str):
         raise TypeError(f"read_ldraw expects str, got {type(text).__name__}; use read_ldraw_file for files")
     subfiles, is_mpd, geometry, meta = _split_subfiles(text, name)
@@ -388,25 +420,36 @@ def read_ldraw(text: str, name: str = "model.ldr") -> LDrawModel:
     submodels = {_key(s.name): s for s in subfiles} if is_mpd else {}
     flattener = _Flattener(submodels, name)
     chain = [_key(main.name)]
-    flattener.count(main, chain)
+    total = flattener.count(main, chain)
+    if total > max_parts:
+        raise PartCountExceeded(name, total, max_parts, limit_note)
     out: list[LDrawPart] = []
     flattener.flatten(main, None, 16, chain, out)
     names = tuple(s.name for s in subfiles) if is_mpd else ()
     return LDrawModel(name=main.name, parts=tuple(out), subfiles=names, skipped_geometry=geometry, meta=tuple(meta))
 
 
-def read_ldraw_file(path: str | os.PathLike[str]) -> LDrawModel:
-    """Read an .ldr/.mpd file (UTF-8, falling back to Latin-1); binary content raises LDrawError."""
-    with open(path, "rb") as handle:
-        data = handle.read()
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""Largest LDraw file read: a 4,000-part model is about 0.4 MB, and submodels repeat parts without more text."""
+
+
+def read_ldraw_file(
+    path: str | os.PathLike[str], *, max_parts: int = MAX_PARTS, limit_note: str | None = None
+) -> LDrawModel:
+    """Read an .ldr/.mpd file (UTF-8, falling back to Latin-1) of at most :data:`MAX_FILE_BYTES`; binary content
+    raises LDrawError. ``max_parts`` and ``limit_note`` as in :func:`read_ldraw`."""
     label = os.path.basename(os.fspath(path))
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise LDrawError(f"the file is larger than {MAX_FILE_BYTES:,} bytes; too large to be read", label)
     if b"\x00" in data:
         raise LDrawError("file contains NUL bytes, so it is binary, not LDraw text; pass an .ldr or .mpd file", label)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("latin-1")
-    return read_ldraw(text, label)
+    return read_ldraw(text, label, max_parts=max_parts, limit_note=limit_note)
 
 
 @dataclass(frozen=True)

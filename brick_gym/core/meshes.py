@@ -191,3 +191,16 @@ def box_corners(bounds: tuple[np.ndarray, np.ndarray] | np.ndarray) -> np.ndarra
     lo, hi = bounds
     corners = np.array(list(itertools.product(*zip(lo, hi, strict=True))), dtype=np.float64)
     return np.hstack([corners, np.ones((8, 1))])
+
+
+@cache
+def bvh(stem: str):  # -> fcl.BVHModel, shared per part type
+    """The fcl bounding-volume hierarchy of the part's collision mesh (built once per part type)."""
+    import fcl
+
+    mesh = collision_mesh(stem)
+    model = fcl.BVHModel()
+    model.beginModel(len(mesh.vertices), len(mesh.faces))
+    model.addSubModel(np.ascontiguousarray(mesh.vertices), np.ascontiguousarray(mesh.faces))
+    model.endModel()
+    return model

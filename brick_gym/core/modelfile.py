@@ -23,7 +23,7 @@ from brick_gym.core.assembly import Assembly, ConnectorRef
 from brick_gym.core.catalog import UnknownPart, catalog
 from brick_gym.core.colours import UnknownColour, colour
 from brick_gym.core.fileio import atomic_write_text
-from brick_gym.core.ldraw import LDrawError, LDrawMeta, LDrawModel, read_ldraw_file, write_ldr, write_mpd
+from brick_gym.core.ldraw import MAX_PARTS, LDrawError, LDrawMeta, LDrawModel, read_ldraw_file, write_ldr, write_mpd
 from brick_gym.core.rules import Rules
 
 CONNECT = "CONNECT"
@@ -142,10 +142,11 @@ def _authored_from(line: LDrawMeta, asm: Assembly, leaves: list[int | None]) -> 
         return f"CONNECT needs two parts and two connectors; {usage}"
     ends = []
     for number, label in (line.words[1:3], line.words[3:5]):
-        if not number.isdigit():
-            return f"part number {number!r} is not a non-negative integer; {usage}"
-        if int(number) >= count:
-            return f"CONNECT names part {int(number)}, but the model has {count} part(s) (numbered from 0)"
+        if not (number.isascii() and number.isdigit()):
+            return f"part number {number[:20]!r} is not a non-negative integer; {usage}"
+        if len(number) > 12 or int(number) >= count:  # never int() thousands of digits
+            shown = number if len(number) <= 12 else f"{number[:12]}... ({len(number):,} digits)"
+            return f"CONNECT names part {shown}, but the model has {count} part(s) (numbered from 0)"
         piece = leaves[int(number)]
         if piece is None:  # the part itself could not be read: its line says why
             return None
@@ -158,9 +159,26 @@ def _authored_from(line: LDrawMeta, asm: Assembly, leaves: list[int | None]) -> 
     return None if outcome.ok else f"CONNECT: {outcome.message}"
 
 
+def part_bound(rules: Rules | None) -> tuple[int, str]:
+    """The most parts a file may expand to under ``rules`` and where that bound comes from, in words: the
+    setting's part limit, else its inventory's total, else the reader's :data:`~brick_gym.core.ldraw.MAX_PARTS`."""
+    if rules is None:
+        return MAX_PARTS, f"at most {MAX_PARTS:,} are read"
+    s = rules.setting
+    if s.max_parts is not None:
+        return s.max_parts, f"the {s.name} setting allows {s.max_parts:,}"
+    total = rules.inventory.total if rules.inventory is not None else None
+    if total is not None:
+        return total, f"the {s.name} setting allows {total:,} (its inventory's total)"
+    return MAX_PARTS, f"at most {MAX_PARTS:,} are read in the {s.name} setting"
+
+
 def load(path: str | os.PathLike[str], rules: Rules | None = None, *, strict: bool = False) -> LoadedModel:
-    """Read an ``.ldr``/``.mpd`` file into an assembly; raises :class:`LDrawError` when the file is unusable."""
-    return from_model(read_ldraw_file(path), rules, strict=strict)
+    """Read an ``.ldr``/``.mpd`` file into an assembly; raises :class:`LDrawError` when the file is unusable, and
+    its subclass :class:`~brick_gym.core.ldraw.PartCountExceeded` when it expands to more parts than
+    :func:`part_bound` allows (before any part is built)."""
+    limit, note = part_bound(rules)
+    return from_model(read_ldraw_file(path, max_parts=limit, limit_note=note), rules, strict=strict)
 
 
 def _snap_rotation(pose: np.ndarray) -> np.ndarray | None:
@@ -175,4 +193,4 @@ def _snap_rotation(pose: np.ndarray) -> np.ndarray | None:
     return out
 
 
-__all__ = ["LDrawError", "LoadProblem", "LoadedModel", "from_model", "load", "save", "to_ldraw"]
+__all__ = ["LDrawError", "LoadProblem", "LoadedModel", "from_model", "load", "part_bound", "save", "to_ldraw"]

@@ -163,7 +163,7 @@ def _probe(stem: str, geometry: object, centre: tuple[float, float, float], rota
     """Whether a probe geometry at ``centre`` touches the part's collision mesh surface (fcl, part frame)."""
     import fcl
 
-    from brick_gym.core.collision import bvh
+    from brick_gym.core.meshes import bvh
 
     a = fcl.CollisionObject(bvh(stem), fcl.Transform())
     b = fcl.CollisionObject(

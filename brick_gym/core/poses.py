@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "BRICK",
+    "MAX_COORDINATE_LDU",
     "PLATE",
     "STUD",
     "at",
@@ -31,12 +32,19 @@ PLATE = 8.0
 BRICK = 24.0
 """LDU per brick height."""
 
+MAX_COORDINATE_LDU = 1_000_000.0
+"""Largest |x|, |y| or |z| of a position, in LDU (1e6 LDU = 400 m, far beyond any model): larger finite numbers
+break geometry (squared distances overflow), so poses, placements and LDraw files refuse them."""
+
 ORTHONORMAL_TOLERANCE = 1e-6
 """How far RᵀR may be from I for a matrix to count as a rotation (it is then snapped to the nearest one)."""
 
 
 def _vector(value: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
-    v = np.asarray(value, dtype=np.float64)
+    try:
+        v = np.asarray(value, dtype=np.float64)
+    except OverflowError:
+        raise ValueError(f"{what} holds a number too large to use") from None
     if v.shape != (3,):
         raise ValueError(f"{what} must be 3 numbers [x, y, z], got {np.shape(value)}")
     if not np.all(np.isfinite(v)):
@@ -44,10 +52,18 @@ def _vector(value: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
     return v
 
 
+def _position(value: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
+    """A finite 3-vector within ±MAX_COORDINATE_LDU; ValueError naming ``what`` otherwise."""
+    v = _vector(value, what)
+    if np.abs(v).max() > MAX_COORDINATE_LDU:
+        raise ValueError(f"{what} {v.tolist()} lies outside ±{MAX_COORDINATE_LDU:,.0f} LDU (400 m)")
+    return v
+
+
 def translation(x: float, y: float, z: float) -> np.ndarray:
-    """A 4×4 pure translation (LDU)."""
+    """A 4×4 pure translation (LDU), each coordinate within ±:data:`MAX_COORDINATE_LDU`."""
     m = np.eye(4)
-    m[:3, 3] = _vector((x, y, z), "translation")
+    m[:3, 3] = _position((x, y, z), "translation")
     return m
 
 
@@ -66,11 +82,17 @@ def rotation(axis: Sequence[float] | np.ndarray | str, degrees: float) -> np.nda
             raise ValueError(f"axis must be 'x', 'y', 'z' or [x, y, z], got {axis!r}")
         axis = np.eye(3)["xyz".index(axis.lower())]
     u = _vector(axis, "rotation axis")
-    norm = float(np.linalg.norm(u))
-    if norm < 1e-12:
+    scale = float(np.abs(u).max())  # divided out first, so that huge axes do not overflow the norm
+    if scale < 1e-12:
         raise ValueError("rotation axis must not be the zero vector")
-    if not math.isfinite(float(degrees)):
-        raise ValueError(f"rotation angle must be finite, got {degrees!r}")
+    u = u / scale
+    norm = float(np.linalg.norm(u))
+    try:
+        finite = math.isfinite(float(degrees))
+    except OverflowError:
+        finite = False
+    if not finite:
+        raise ValueError("rotation angle must be a finite number of degrees (not too large to use)")
     u = u / norm
     a = math.radians(float(degrees))
     c, s = math.cos(a), math.sin(a)
@@ -95,7 +117,10 @@ def rotation_from_matrix(matrix: Sequence[float] | Sequence[Sequence[float]] | n
     Matrices within :data:`ORTHONORMAL_TOLERANCE` of a rotation (written with few decimals) are snapped to it;
     entries within that tolerance of 0 or ±1 become exactly 0 or ±1, so quarter turns stay exact.
     """
-    m = np.asarray(matrix, dtype=np.float64)
+    try:
+        m = np.asarray(matrix, dtype=np.float64)
+    except OverflowError:
+        raise ValueError("the rotation matrix holds a number too large to use") from None
     if m.shape == (9,):
         m = m.reshape(3, 3)
     if m.shape == (4, 4):
@@ -130,7 +155,8 @@ def pose(
     matrix: Sequence[float] | Sequence[Sequence[float]] | np.ndarray | None = None,
 ) -> np.ndarray:
     """A 4×4 pose: ``position`` (LDU) and one rotation, given as ``yaw`` (degrees about the vertical),
-    ``axis`` + ``angle`` (degrees) or ``matrix``. Giving more than one kind of rotation is an error."""
+    ``axis`` + ``angle`` (degrees) or ``matrix``. Giving more than one kind of rotation is an error; so is a
+    position outside ±:data:`MAX_COORDINATE_LDU`."""
     given = [n for n, used in (("yaw", yaw != 0.0), ("axis", axis is not None), ("matrix", matrix is not None)) if used]
     if len(given) > 1:
         raise ValueError(f"give one rotation (yaw, axis+angle or matrix), not {' and '.join(given)}")
@@ -140,7 +166,7 @@ def pose(
         m = rotation(axis, angle)
     else:
         m = rotation("y", yaw)
-    m[:3, 3] = _vector(position, "position")
+    m[:3, 3] = _position(position, "position")
     return m
 
 

@@ -6,12 +6,13 @@ An inventory maps LDraw part numbers to colour names and maximum counts (``null`
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+
+from brick_gym.core.fileio import JSONInputError, read_json
 
 INVENTORY_ENV = "BRICKAGENT_SET"
 
@@ -100,11 +101,11 @@ class Inventory:
         """Read and validate an inventory JSON file."""
         p = Path(path)
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
+            data = read_json(p, max_bytes=16 * 1024 * 1024)
         except OSError as exc:
             raise InventoryError(f"{p}: cannot read inventory: {exc.strerror or exc}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InventoryError(f"{p}: not valid JSON: {exc}") from None
+        except JSONInputError as exc:  # malformed, too large or deep, or a part or colour given twice
+            raise InventoryError(str(exc)) from None
         return cls.from_mapping(data, str(p))
 
     def limit(self, stem: str, colour_code: int) -> int | None:

@@ -53,7 +53,7 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -462,6 +462,7 @@ COLLIDER_KINDS = ("decomposed", "hull")
 def drop_test(
     components: Sequence[Sequence[tuple[int, str, np.ndarray]]],
     *,
+    ghosts: Collection[int] = (),
     duration_s: float = 2.0,
     rate_hz: int = 1000,
     threshold_ldu: float = 3.0,
@@ -476,7 +477,10 @@ def drop_test(
     ``early_exit`` stops once every remaining component has come to rest (see ``_Fleet.settled``); the run always
     stops once every component has failed. ``colliders``: ``"decomposed"`` uses the shipped convex decompositions
     for contacts between components where a part has one (the hull otherwise; listed in ``hull_colliders``),
-    ``"hull"`` uses one convex hull per part throughout. Raises ``MeshUnavailable`` for a part without a mesh.
+    ``"hull"`` uses one convex hull per part throughout. Pieces in ``ghosts`` (ids) get no part collider: they meet
+    the ground with their component but pass through other components (the validity check passes pieces that
+    already collide: PyBullet would push them apart violently, at great cost). Raises ``MeshUnavailable`` for a
+    part without a mesh.
     """
     if colliders not in COLLIDER_KINDS:
         raise ValueError(f"colliders must be one of {', '.join(COLLIDER_KINDS)}, got {colliders!r}")
@@ -526,6 +530,9 @@ def drop_test(
     starts = np.concatenate([[0], np.cumsum([len(c) for c in groups])[:-1]])
     moments = [np.add.reduceat(a, starts, axis=0) for a in (volume, first, second)]
     regions = _contact_regions(lo, hi, labels, 2 * threshold_ldu + CONTACT_MARGIN_LDU)
+    if ghosts:
+        ghost_ids, flat = set(ghosts), [piece for c in ids for piece in c]
+        regions = {i: boxes for i, boxes in regions.items() if flat[i] not in ghost_ids}
     shipped = decomposed_parts() if colliders == "decomposed" else frozenset()
     hulls = list(dict.fromkeys(stems[i] for i in regions if stems[i] not in shipped))
 

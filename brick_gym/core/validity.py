@@ -9,6 +9,13 @@ issue. Joints nobody authored are detected as BrickNet's ``parse_ldr`` detects t
 pairing tolerance included; they form the rigid components of the drop test, and an inexact one is a
 ``near_miss`` warning, never an invalidity. Nothing here reads the assembly's incremental caches (only its record
 of authored connections): that is what lets tests compare the two.
+
+Work is bounded for degenerate input. Pieces of one part at one pose (a *spot*) are one verdict: one collision
+issue names them all, and joints and stability see the spot once, so 400 copies of a plate cost what one does.
+The collision scan is bounded (:func:`~brick_gym.core.collision.collision_scan`): at most
+:data:`MAX_COLLISION_ISSUES` pairs are named, the rest counted in one issue; pairs too dense to test one by one are
+one more issue. Colliding pieces are dropped without contact with other components (PyBullet would push two
+overlapping parts apart, at great cost, and the model is invalid already).
 """
 
 from __future__ import annotations
@@ -28,12 +35,15 @@ import numpy as np
 from brick_gym.core import connectors as cx
 from brick_gym.core import joints as jx
 from brick_gym.core.assembly import Assembly, Connection, Joint, Piece, colour_name
-from brick_gym.core.collision import all_collisions, describe_overlap
+from brick_gym.core.collision import MAX_NARROW_PAIRS, all_collisions, collision_scan, describe_overlap
+from brick_gym.core.ldraw import PartCountExceeded
 from brick_gym.core.modelfile import LoadedModel, load
 from brick_gym.core.rules import Rules
 
 ISSUE_KINDS = ("collision", "unstable", "stock", "part_limit", "join", "unknown_part", "parse")
 WARNING_KINDS = ("near_miss",)
+MAX_COLLISION_ISSUES = 200
+"""Most colliding pairs named one by one in a report; the rest are counted in one more issue."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,58 @@ def components_of(piece_ids: list[int], joints: list[Joint]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda c: (-len(c), c[0]))
 
 
+def spots(pieces: dict[int, Piece]) -> list[list[int]]:
+    """Pieces grouped by placement: one part at one pose (to 1e-6 LDU) is one spot; ids sorted, spots in order
+    of their first id."""
+    groups: dict[tuple[str, bytes], list[int]] = {}
+    for pid in sorted(pieces):
+        p = pieces[pid]
+        groups.setdefault((p.part.stem, (np.round(p.pose, 6) + 0.0).tobytes()), []).append(pid)
+    return list(groups.values())
+
+
+def _ids(ids: tuple[int, ...] | list[int], shown: int = 6) -> str:
+    head = ", ".join(f"#{i}" for i in ids[:shown])
+    return head + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def _collision_issues(pieces: dict[int, Piece], copies: list[list[int]], reps: dict[int, Piece]) -> tuple:
+    """The collision issues of pieces (one per spot holding several, then one per colliding pair up to
+    MAX_COLLISION_ISSUES, then counts) and the pieces that collide with other pieces than their spot's."""
+    issues = []
+    for group in copies:
+        first = pieces[group[0]]
+        point = ", ".join(f"{round(float(v), 1) + 0.0:g}" for v in first.pose[:3, 3])
+        issues.append(
+            Issue(
+                "collision",
+                tuple(group),
+                f"{len(group)} pieces of {first.part.stem} ('{first.part.name}') sit at one spot ({point}), each "
+                f"overlapping the others entirely: {_ids(group)}; keep one of them",
+            )
+        )
+    scan = collision_scan({p.id: (p.part.stem, p.pose) for p in reps.values()})
+    for a, b in scan.pairs[:MAX_COLLISION_ISSUES]:
+        pa, pb = pieces[a], pieces[b]
+        depth = describe_overlap(pa.part.stem, pa.pose, pb.part.stem, pb.pose)
+        issues.append(Issue("collision", (a, b), f"{pa.describe()} overlaps {pb.describe()} {depth}"))
+    unnamed = scan.total - min(len(scan.pairs), MAX_COLLISION_ISSUES)
+    if unnamed:
+        rest = tuple(sorted({p for pair in scan.pairs[MAX_COLLISION_ISSUES:] for p in pair}))
+        issues.append(Issue("collision", rest, f"and {unnamed:,} more colliding pairs of pieces (among {_ids(rest)})"))
+    if scan.untested:
+        crowd = tuple(sorted(scan.involved))
+        issues.append(
+            Issue(
+                "collision",
+                crowd,
+                f"{scan.untested:,} more pairs of pieces overlap in their bounds, beyond the {MAX_NARROW_PAIRS:,} "
+                f"tested one by one: the model is too crowded to check ({_ids(crowd)}); spread the pieces out",
+            )
+        )
+    return issues, scan.involved
+
+
 def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decomposed") -> Report:
     """The full BrickBench check of ``assembly``; ``stability=False`` skips the physics (reported as skipped).
     ``colliders`` chooses the drop test's part colliders between components (see ``stability.drop_test``)."""
@@ -145,6 +207,9 @@ def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decom
     pieces = assembly.pieces
     rules = assembly.rules
     setting = rules.setting
+    groups = spots(pieces)
+    reps = {g[0]: pieces[g[0]] for g in groups}  # joints, collisions and stability see each spot once
+    copies = [g for g in groups if len(g) > 1]
 
     t = time.perf_counter()
     n = len(pieces)
@@ -162,34 +227,29 @@ def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decom
     timings["rules"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    joints = joints_from_scratch(pieces)
-    authored = assembly.authored
+    joints = joints_from_scratch(reps)
+    # a copy's authored connections are its spot's: the copies are one collision issue already
+    authored = [c for c in assembly.authored if c.a in reps and c.b in reps]
     join_issues, warnings = joint_findings(pieces, joints, authored)
     issues += join_issues
     timings["joints"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    for a, b in all_collisions({p.id: (p.part.stem, p.pose) for p in pieces.values()}):
-        pa, pb = pieces[a], pieces[b]
-        depth = describe_overlap(pa.part.stem, pa.pose, pb.part.stem, pb.pose)
-        issues.append(
-            Issue(
-                "collision",
-                (a, b),
-                f"{pa.describe()} overlaps {pb.describe()} {depth}",
-            )
-        )
+    found, colliding = _collision_issues(pieces, copies, reps)
+    issues += found
     timings["collisions"] = time.perf_counter() - t
 
-    comps = components_of(list(pieces), joints)
+    spot_comps = components_of(list(reps), joints)
+    copies_of = {g[0]: g for g in copies}
+    comps = [sorted(p for r in comp for p in copies_of.get(r, (r,))) for comp in spot_comps]
     max_disp = 0.0
     hulls: tuple[str, ...] = ()
     if stability and pieces:
         from brick_gym.core.stability import drop_test, explain_unstable, ground_y
 
         t = time.perf_counter()
-        groups = [[(p, pieces[p].part.stem, pieces[p].pose) for p in comp] for comp in comps]
-        result = drop_test(groups, colliders=colliders)
+        groups = [[(p, pieces[p].part.stem, pieces[p].pose) for p in comp] for comp in spot_comps]
+        result = drop_test(groups, ghosts=colliding, colliders=colliders)
         hulls = result.hull_colliders
         ground: float | None = None
         for verdict, group in zip(result.components, groups, strict=True):
@@ -197,7 +257,7 @@ def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decom
             if not verdict.stable:
                 ids = tuple(verdict.pieces)
                 if ground is None:
-                    ground = ground_y([(q.part.stem, q.pose) for q in pieces.values()])
+                    ground = ground_y([(q.part.stem, q.pose) for q in reps.values()])
                 names = {p: pieces[p].describe() for p in ids}
                 _, why = explain_unstable(group, ground, names)
                 shown = ", ".join(names[p] for p in ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
@@ -220,7 +280,7 @@ def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decom
         max_displacement=max_disp,
         timings=timings,
         warnings=tuple(warnings),
-        authored=len(authored),
+        authored=len(assembly.authored),
         hull_colliders=hulls,
     )
 
@@ -229,8 +289,13 @@ def check_file(path: str | os.PathLike[str], rules: Rules | None = None, *, stab
     """Read an ``.ldr``/``.mpd`` file (with its record of authored connections) and run :func:`check` on it; lines
     that could not become pieces (unknown parts, colours, mirrored poses) come first among the issues and make the
     verdict invalid. Raises ``LDrawError`` for a file that is not LDraw and ``OSError`` for one that cannot be
-    read: the caller decides how an unusable file is reported."""
-    return check_loaded(load(path, rules), stability=stability)
+    read: the caller decides how an unusable file is reported. A file that expands to more parts than the setting
+    allows is not built at all: its report is :func:`oversized_report`'s."""
+    try:
+        loaded = load(path, rules)
+    except PartCountExceeded as exc:
+        return oversized_report((rules or Rules()).setting.name, exc.count, str(exc))
+    return check_loaded(loaded, stability=stability)
 
 
 def check_loaded(loaded: LoadedModel, *, stability: bool = True) -> Report:
@@ -301,12 +366,12 @@ def _stock_issues(assembly: Assembly) -> list[Issue]:
         if cap is not None and count > cap:
             ids = tuple(sorted(p.id for p in assembly.pieces.values() if (p.part.stem, p.colour) == (stem, code)))
             name = assembly.pieces[ids[0]].part.name
-            what = "is not in the inventory" if not inv.allows(stem, code) else f"has only {cap}"
+            what = "it is not in the inventory" if not inv.allows(stem, code) else f"the inventory has only {cap}"
             issues.append(
                 Issue(
                     "stock",
                     ids,
-                    f"{count} x {stem} ('{name}') in {colour_name(code)} used, but the inventory {what}",
+                    f"{count} x {stem} ('{name}') in {colour_name(code)} used, but {what}",
                 )
             )
     return issues
@@ -336,3 +401,9 @@ def consistency_errors(assembly: Assembly) -> list[str]:
         if not np.all(np.isfinite(p.pose)):
             errors.append(f"piece {p.id} has a non-finite pose")
     return errors
+
+
+def oversized_report(setting: str, count: int, message: str) -> Report:
+    """The verdict on a file that expands to more parts than its setting allows (refused before any part is
+    built, see :func:`brick_gym.core.modelfile.part_bound`): invalid, with one ``part_limit`` issue."""
+    return Report(False, setting, count, 0, (Issue("part_limit", (), message),))

@@ -27,6 +27,7 @@ from brick_gym.core.catalog import Connector
 from brick_gym.core.catalog import part as get_part
 from brick_gym.core.collision import BoxGrid, world_aabb
 from brick_gym.core.colours import colour as get_colour
+from brick_gym.core.preview import preview
 from brick_gym.envs.palette import YAWS, PaletteSlot, mating_combos
 
 if TYPE_CHECKING:
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
     from brick_gym.envs.proposals import TargetRanking
 
 ENCODINGS = ("factored", "candidates")
+
+
+def _shown(action: object) -> str:
+    """A short text of an untrusted action for error messages (numbers of any size, arrays, nesting)."""
+    return preview(action.tolist() if isinstance(action, np.ndarray) else action)
 
 
 @dataclass(frozen=True)
@@ -197,7 +203,8 @@ class FactoredCodec:
                 raise ValueError
             p, k, s, y = (int(v) for v in a)
         except (ValueError, TypeError, OverflowError):
-            return Decoded(error=f"malformed action {action!r}: expected 4 integers (palette, target, source, yaw)")
+            expected = "expected 4 integers (palette, target, source, yaw)"
+            return Decoded(error=f"malformed action {_shown(action)}: {expected}")
         if not all(0 <= v < n for v, n in zip((p, k, s, y), self.nvec.tolist(), strict=True)):
             return Decoded(error=f"action {[p, k, s, y]} out of range: each entry must be below {self.nvec.tolist()}")
         if p == len(self.palette):
@@ -486,7 +493,7 @@ class CandidateCodec:
                 raise ValueError
             i = int(a[0])
         except (ValueError, TypeError, OverflowError):
-            return Decoded(error=f"malformed action {action!r}: expected one integer")
+            return Decoded(error=f"malformed action {_shown(action)}: expected one integer")
         if not 0 <= i <= self.max_candidates:
             return Decoded(error=f"action {i} out of range: must be in 0..{self.max_candidates}")
         if i == self.max_candidates:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from brick_gym.core.fileio import parse_json
 from brick_gym.judges.requests import JudgeBackend, JudgeReply, JudgeRequest, chunks, request_key
 
 __all__ = ["CachedJudge"]
@@ -101,12 +102,12 @@ class CachedJudge:
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                record = parse_json(raw, f"{self.path}:{lineno}")
                 if not isinstance(record, dict) or not isinstance(record["key"], str):
                     raise ValueError("not a cache record")
                 if not isinstance(record["text"], str):
                     raise ValueError("reply text is not a string")
-            except (ValueError, KeyError, UnicodeDecodeError) as exc:
+            except (ValueError, KeyError, UnicodeDecodeError) as exc:  # JSONInputError is a ValueError
                 torn = lineno == len(lines)  # the last line without its newline: an interrupted append
                 what = "torn last line (interrupted write?)" if torn else f"unreadable line ({exc})"
                 warnings.warn(f"{self.path}:{lineno}: {what} ignored", RuntimeWarning, stacklevel=3)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from brick_gym.core.fileio import parse_json
 from brick_gym.judges.backends import (
     PAPER_JUDGE_MODEL,
     PAPER_JUDGE_REVISION,
@@ -37,6 +38,9 @@ from brick_gym.judges.requests import DEFAULT_MAX_NEW_TOKENS, JudgeBackend, Judg
 __all__ = ["JudgeHTTPServer", "decode_data_url", "request_from_chat", "serve_openai_compatible"]
 
 logger = logging.getLogger(__name__)
+
+MAX_REQUEST_BYTES = 256 * 1024 * 1024
+"""Largest request body read (8 base64 PNG views at 1024² are ~20 MB; the pairwise tiles less)."""
 
 
 def decode_data_url(url: str) -> np.ndarray:
@@ -225,14 +229,23 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self._error(404, f"no route GET {self.path}", "not_found_error")
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_REQUEST_BYTES:
+            self.close_connection = True  # the body is not read: the connection cannot be reused
+            self._error(413, f"Content-Length must be 0..{MAX_REQUEST_BYTES:,} bytes", "invalid_request_error")
+            return
         raw = self.rfile.read(length) if length > 0 else b""
         if self._route() != "/chat/completions":
             self._error(404, f"no route POST {self.path}", "not_found_error")
             return
         backend = self.server.backend
         try:
-            body = json.loads(raw)
+            body = parse_json(raw, "request body", max_bytes=MAX_REQUEST_BYTES)
+            if not isinstance(body, dict):
+                raise ValueError("the request body must be a JSON object")
             request = request_from_chat(body)
         except (ValueError, UnicodeDecodeError, TypeError) as exc:
             self._error(400, str(exc), "invalid_request_error")

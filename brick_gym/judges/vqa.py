@@ -10,7 +10,6 @@ hand-written replies.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -18,6 +17,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from brick_gym.core.fileio import JSONInputError, read_json
+from brick_gym.core.paths import UnsafePath, check_safe_id
 
 __all__ = [
     "KINDS",
@@ -382,7 +384,11 @@ def parse_tasks(data: Any, source: str = "<tasks>", strict: bool = True) -> list
             raise TaskFileError(f"{where}: expected an object, got {type(item).__name__}")
         task_id = item.get("id")
         if not isinstance(task_id, str) or not task_id:
-            raise TaskFileError(f"{where}: field 'id' missing or not a non-empty string ({task_id!r})")
+            raise TaskFileError(f"{where}: field 'id' missing or not a non-empty string ({str(task_id)[:40]!r})")
+        try:  # ids name folders: one safe path component (brick_gym.core.paths)
+            check_safe_id(task_id, "id")
+        except UnsafePath as exc:
+            raise TaskFileError(f"{where}: {exc}") from None
         where = f"{source}: task {task_id!r}"
         if task_id in ids:
             raise TaskFileError(f"{where}: duplicate task id")
@@ -423,7 +429,7 @@ def load_tasks(path: str | Path, strict: bool = True) -> list[VQATask]:
     """Load a BrickBench ``tasks.json``; errors name the file, task id and field (``strict=False``: lenient graphs)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise TaskFileError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+        data = read_json(path)
+    except JSONInputError as exc:
+        raise TaskFileError(str(exc)) from None
     return parse_tasks(data, source=str(path), strict=strict)

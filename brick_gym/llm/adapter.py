@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from brick_gym.core.builder import Builder
-from brick_gym.core.fileio import atomic_write_json, atomic_write_text
+from brick_gym.core.fileio import JSONInputError, atomic_write_json, atomic_write_text, read_json
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.llm.context import ContextOverflow, ContextPolicy, Conversation
 from brick_gym.llm.messages import AssistantTurn, ChatClient, Message, ToolCall
@@ -171,10 +171,16 @@ class BenchTask:
 
 
 def load_tasks(path: str | os.PathLike[str]) -> list[BenchTask]:
-    """Every task of a BrickBench task file (a JSON list)."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(data, list):
-        raise ValueError(f"{path}: a task file is a JSON list of tasks")
+    """Every task of a BrickBench task file (a JSON list), validated like every task file
+    (:func:`brick_gym.judges.vqa.parse_tasks`: safe ids, fields, lenient graphs); ``TaskFileError`` names the
+    file, the task and the field."""
+    from brick_gym.judges.vqa import TaskFileError, parse_tasks
+
+    try:
+        data = read_json(path)
+    except JSONInputError as exc:
+        raise TaskFileError(str(exc)) from None
+    parse_tasks(data, str(path), strict=False)
     return [BenchTask.from_json(d) for d in data]
 
 

@@ -31,9 +31,9 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from brick_gym.core.fileio import JSON_MAX_DEPTH, JSONInputError, nesting_depth, parse_json, read_json
 from brick_gym.endpoints import OpenAIEndpoint, call_with_retries, dtype_kwargs, image_base64, image_url_part
 from brick_gym.extras import require
 from brick_gym.llm.messages import AssistantTurn, Image, Message, Sampling, ToolCall
@@ -59,8 +59,8 @@ def _arguments_object(arguments_json: str) -> dict[str, Any]:
     ``_raw`` would read as one), and the tool result of that call quotes the broken text and says it was not run.
     """
     try:
-        value = json.loads(arguments_json) if arguments_json.strip() else {}
-    except json.JSONDecodeError:
+        value = parse_json(arguments_json, "tool call arguments") if arguments_json.strip() else {}
+    except JSONInputError:
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -404,20 +404,29 @@ def _as_call(obj: Any) -> tuple[str, str] | None:
     return name, args if isinstance(args, str) else json.dumps(args)
 
 
+_MAX_OBJECT_STARTS = 1_000
+"""Most ``{`` positions of a model's reply tried as the start of a JSON object (each try may scan the rest)."""
+
+
 def _json_objects(text: str) -> list[Any]:
+    """The JSON objects written in free text, in order; text nested deeper than the JSON loader reads yields
+    none (the parser would recurse that deep), and at most _MAX_OBJECT_STARTS starts are tried."""
+    if nesting_depth(text) > JSON_MAX_DEPTH:
+        return []
     decoder = json.JSONDecoder()
     found, i = [], 0
-    while True:
+    for _ in range(_MAX_OBJECT_STARTS):
         i = text.find("{", i)
         if i < 0:
             return found
         try:
             obj, end = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError, ValueError):
             i += 1
             continue
         found.append(obj)
         i = end
+    return found
 
 
 def parse_tool_calls(text: str) -> tuple[str, list[tuple[str, str]]]:
@@ -433,8 +442,8 @@ def parse_tool_calls(text: str) -> tuple[str, list[tuple[str, str]]]:
     if tagged:
         for body in tagged:
             try:
-                call = _as_call(json.loads(body))
-            except json.JSONDecodeError:
+                call = _as_call(parse_json(body, "tool call"))
+            except JSONInputError:
                 m = re.search(r'"name"\s*:\s*"([^"]+)"', body)
                 am = re.search(r'"(?:arguments|parameters)"\s*:\s*(.*)\}\s*$', body, re.DOTALL)
                 call = (m.group(1), am.group(1) if am else body) if m else None
@@ -600,7 +609,7 @@ class ScriptedClient:
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> ScriptedClient:
         """Turns from a JSON file holding a list of turn dicts or strings."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = read_json(path)  # JSONInputError (a ValueError) names the file
         if not isinstance(data, list):
             raise ValueError(f"{path}: a script is a JSON list of turns")
         return cls(data, source=str(path))

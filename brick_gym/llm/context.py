@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from brick_gym.core.fileio import JSONInputError, parse_json
 from brick_gym.llm.messages import Message, ToolCall
 from brick_gym.llm.tokens import TokenCounter, default_counter, message_tokens, tools_tokens
 
@@ -103,8 +104,8 @@ def _cut_arguments(call: ToolCall, keep: int, why: str) -> ToolCall:
     if len(call.arguments_json) <= keep:
         return call
     try:
-        args = json.loads(call.arguments_json)
-    except json.JSONDecodeError:
+        args = parse_json(call.arguments_json, "tool call arguments")
+    except JSONInputError:
         return replace(call, arguments_json=_cut(call.arguments_json, keep, why))
     if not isinstance(args, dict):
         return replace(call, arguments_json=_cut(call.arguments_json, keep, why))

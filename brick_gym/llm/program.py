@@ -14,7 +14,6 @@ model file.
 
 from __future__ import annotations
 
-import json
 import math
 import pickle
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ import numpy as np
 
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
 from brick_gym.core.builder import Builder
+from brick_gym.core.fileio import JSONInputError, parse_json
 from brick_gym.core.rules import Rules
 from brick_gym.core.subassembly import Structure, loads
 from brick_gym.llm.sandbox import SandboxLimits, SandboxUnavailable, run_sandboxed
@@ -165,8 +165,8 @@ def replay(assembly: Assembly, ops: Any) -> str | None:
 
 def _parse(raw: bytes) -> dict[str, Any]:
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        data = parse_json(raw, "the sandbox's result")
+    except JSONInputError:  # bounded: a forged result nested 100k deep is refused like a malformed one
         raise _BadResult("the sandbox's result is not readable JSON") from None
     if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
         raise _BadResult("the sandbox's result is not an object with 'ok'")

@@ -7,7 +7,11 @@ source of truth. :func:`openai_tools` and :func:`anthropic_tools` render them in
 
 Every call returns a :class:`ToolResult`, never raises: an unknown tool, arguments that are not JSON, missing,
 unexpected, wrongly typed or out-of-range arguments each come back as a result whose text says what was wrong and
-how to call the tool correctly (``error_kind`` names the problem). Placements run through the same
+how to call the tool correctly (``error_kind`` names the problem). Arguments are bounded before any tool runs:
+JSON text at most :data:`MAX_ARGUMENT_BYTES` and :data:`MAX_ARGUMENT_DEPTH` levels deep (parsed by the one bounded
+loader, :func:`brick_gym.core.fileio.parse_json`), every string at most its ``maxLength`` (default
+:data:`MAX_STRING_CHARS`), numbers of any size refused by their bounds; anything that still goes wrong while a
+call is handled comes back as ``tool_failed``. Placements run through the same
 :class:`~brick_gym.core.assembly.Placement` / :meth:`Assembly.place` path as the Gymnasium env, so a refused
 placement returns the :class:`~brick_gym.core.assembly.Outcome`'s reason code as ``error_kind`` and its message.
 """
@@ -20,6 +24,7 @@ import json
 import math
 import os
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,8 +35,11 @@ import numpy as np
 
 from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Placement, colour_name
 from brick_gym.core.builder import BadPlacement, Builder, placement_from_mapping
+from brick_gym.core.catalog import MAX_QUERY_CHARS
+from brick_gym.core.fileio import JSONInputError, parse_json, too_deep
 from brick_gym.core.poses import pose as make_pose
 from brick_gym.core.poses import yaw_of
+from brick_gym.core.preview import preview
 from brick_gym.core.queries import BadSelection
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.llm.sandbox import SandboxLimits
@@ -97,6 +105,8 @@ class Arg:
     """Most entries of a list argument."""
     item_schema: dict[str, Any] | None = None
     """JSON Schema of each entry of a list of objects."""
+    max_length: int | None = None
+    """Longest string argument (default :data:`MAX_STRING_CHARS`)."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,8 @@ class ParamSpec:
                 s["minItems"] = s["maxItems"] = self.arg.items
             if self.arg.max_items is not None:
                 s["maxItems"] = self.arg.max_items
+        if self.json_type == "string":
+            s["maxLength"] = self.arg.max_length or MAX_STRING_CHARS
         s["description"] = self.arg.description
         if self.arg.minimum is not None:
             s["minimum"] = self.arg.minimum
@@ -273,7 +285,14 @@ _BULK_HINTS = {
 
 
 def _fmt(v: float) -> str:
+    if isinstance(v, int) and abs(v) >= 10**15:
+        return preview(v)
     return f"{round(float(v), 3) + 0.0:g}"
+
+
+def _name_text(name: Any) -> str:
+    """A tool name as messages quote it: ``'add_part'``; a long or non-string one shortened."""
+    return repr(name) if isinstance(name, str) and len(name) <= 100 else preview(name, 80)
 
 
 def _xyz(p: np.ndarray) -> str:
@@ -327,6 +346,16 @@ MAX_BULK_PLACEMENTS = 500
 """Most placements one ``place_parts`` call takes."""
 MAX_CODE_CHARS = 200_000
 """Longest program ``run_python`` and ``write_build`` take."""
+MAX_STRING_CHARS = 1_000
+"""Longest string argument a tool takes unless its ``Arg`` says otherwise (part names, colours, connectors)."""
+
+MAX_INTEGER = 2**53
+"""Largest integer argument (in size) a tool reads without a bound of its own: piece ids, counts and limits above
+it are refused as too large, never formatted or compared as numbers of thousands of digits."""
+MAX_ARGUMENT_BYTES = 2_000_000
+"""Largest JSON text of one call's arguments (a 200,000-character program, escaped, fits)."""
+MAX_ARGUMENT_DEPTH = 16
+"""Deepest nesting of one call's arguments (the deepest tool takes a list of objects holding lists: 3)."""
 
 _PIECES = "Piece ids of the selection, e.g. [3, 4, 5]."
 
@@ -378,9 +407,13 @@ class ToolSession:
 
     # ----- dispatch ------------------------------------------------------------------------------------------
     def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> ToolResult:
-        """Validate and run one tool call; ``arguments`` is a JSON object text or a mapping. Never raises."""
+        """Validate and run one tool call; ``arguments`` is a JSON object text or a mapping. Never raises: parsing,
+        validation and the tool itself all run inside the error handling."""
         self.calls += 1
-        result = self._call(name, arguments)
+        try:
+            result = self._call(name, arguments)
+        except Exception as exc:  # a bug or an unexpected input must not end the episode
+            result = _error("tool_failed", f"{_name_text(name)} failed: {type(exc).__name__}: {str(exc)[:300]}")
         if not result.ok and result.error_kind:
             self.errors[result.error_kind] = self.errors.get(result.error_kind, 0) + 1
         return result
@@ -388,11 +421,12 @@ class ToolSession:
     def _call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolResult:
         spec = _SPECS_BY_NAME.get(name) if isinstance(name, str) and name in self.tools else None
         if spec is None:
-            offered = [g for g in suggest_tools(str(name), limit=len(_SPECS_BY_NAME)) if g in self.tools]
+            wrong = name[:100] if isinstance(name, str) else preview(name, 40)
+            offered = [g for g in suggest_tools(wrong, limit=len(_SPECS_BY_NAME)) if g in self.tools]
             guesses = " or ".join(repr(g) for g in offered[:2])
             return _error(
                 "unknown_tool",
-                f"there is no tool named {name!r}; nothing was run. Did you mean {guesses}? "
+                f"there is no tool named {_name_text(name)}; nothing was run. Did you mean {guesses}? "
                 f"Available tools: {', '.join(self.tools)}.",
             )
         if self.finished:
@@ -400,16 +434,19 @@ class ToolSession:
         parsed = _parse_arguments(spec, arguments)
         if isinstance(parsed, ToolResult):
             return parsed
-        try:
-            return spec.method(self, **parsed)
-        except Exception as exc:  # a bug or an unexpected input must not end the episode
-            return _error("tool_failed", f"{name} failed: {type(exc).__name__}: {exc}")
+        return spec.method(self, **parsed)
 
     # ----- tools ---------------------------------------------------------------------------------------------
     @tool
     def find_parts(
         self,
-        query: Annotated[str, Arg("Words to look for in part numbers and names, e.g. 'brick 2x4' or 'slope 45'.")],
+        query: Annotated[
+            str,
+            Arg(
+                "Words to look for in part numbers and names, e.g. 'brick 2x4' or 'slope 45'.",
+                max_length=MAX_QUERY_CHARS,
+            ),
+        ],
         limit: Annotated[int, Arg("How many parts to list at most.", 1, 50)] = 10,
     ) -> ToolResult:
         """Search the part catalogue by words; most common parts first."""
@@ -859,14 +896,13 @@ class ToolSession:
                 "Python code. `model` is the model (a brick_gym Builder): model.add(part, colour, position, yaw=...), "
                 "model.attach(part, colour, to='0.stud[3]', by='hole[0]'), model.copy/move/rotate/mirror/array, "
                 "Builder(name=...) + model.place_submodel/attach_submodel, model.list_pieces(), model.measure(), "
-                "model.free_connectors(piece, group, near), find(words), describe(part), check()."
+                "model.free_connectors(piece, group, near), find(words), describe(part), check().",
+                max_length=MAX_CODE_CHARS,
             ),
         ],
     ) -> ToolResult:
         """Run a Python program against the model in a sandbox (loops, copies, submodels); its changes persist,
         a program that fails changes nothing, and errors and refusals come back with their line numbers."""
-        if len(code) > MAX_CODE_CHARS:
-            return _error("out_of_range", f"the program has {len(code)} characters; at most {MAX_CODE_CHARS}")
         from brick_gym.llm.program import run_program
 
         result = run_program(self.builder, code, self.limits)
@@ -884,14 +920,13 @@ class ToolSession:
             str,
             Arg(
                 "The whole build.py: a top-level build() that returns the model (e.g. a brick_gym Builder, or a "
-                "brickagent Assembly if it imports brickagent)."
+                "brickagent Assembly if it imports brickagent).",
+                max_length=MAX_CODE_CHARS,
             ),
         ],
     ) -> ToolResult:
         """Deliver a build.py (BrickBench's coding-agent deliverable): it runs in the sandbox now, its model
         replaces the current one, and the runner rebuilds it from build.py to verify."""
-        if len(code) > MAX_CODE_CHARS:
-            return _error("out_of_range", f"build.py has {len(code)} characters; at most {MAX_CODE_CHARS}")
         from brick_gym.llm.program import build_model, describe_refusals
 
         model, built, problems = build_model(
@@ -992,7 +1027,7 @@ def _yaw_only(rotation: tuple[float, ...]) -> bool:
 
 def _colour_arg(colour: str) -> int | str:
     text = colour.strip()
-    return int(text) if text.isdecimal() else text
+    return int(text) if text.isdecimal() and len(text) <= 10 else text
 
 
 def _parse_source(by: str) -> tuple[str, int] | None:
@@ -1033,8 +1068,7 @@ def _describe_value(v: Any) -> str:
     )
     if v is None:
         return "null"
-    text = json.dumps(v) if isinstance(v, str | int | float | bool | list | dict) else repr(v)
-    return f"{kind} {text[:60]}"
+    return f"{kind} {preview(v)[:80]}"
 
 
 def _array_words(p: ParamSpec) -> str:
@@ -1064,7 +1098,9 @@ def _schema_problem(value: Any, schema: Mapping[str, Any], path: str) -> str | N
     if t in ("integer", "number"):
         lo, hi = schema.get("minimum"), schema.get("maximum")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            return f"{path!r} must be between {lo} and {hi}, got {str(value)[:40]}"
+            return f"{path!r} must be between {lo} and {hi}, got {preview(value, 40)}"
+    if t == "string" and "maxLength" in schema and len(value) > schema["maxLength"]:
+        return f"{path!r} takes at most {schema['maxLength']:,} characters, got {len(value):,}"
     if t == "array":
         if "minItems" in schema and len(value) < schema["minItems"]:
             return f"{path!r} needs at least {schema['minItems']} entries, got {len(value)}"
@@ -1097,14 +1133,26 @@ def _coerce(p: ParamSpec, value: Any) -> tuple[Any, str | None, str | None]:
     ok = True
     if t == "string":
         ok = isinstance(value, str)
+        longest = p.arg.max_length or MAX_STRING_CHARS
+        if ok and len(value) > longest:
+            return (
+                value,
+                "out_of_range",
+                f"argument {p.name!r} takes at most {longest:,} characters, got {len(value):,}",
+            )
     elif t == "boolean":
         ok = isinstance(value, bool)
     elif t == "integer":
         if isinstance(value, float) and not isinstance(value, bool) and math.isfinite(value) and value.is_integer():
             value = int(value)
         ok = isinstance(value, int) and not isinstance(value, bool)
+        if ok and abs(value) > MAX_INTEGER:
+            return value, "out_of_range", f"argument {p.name!r} is {preview(value)}: too large to use"
     elif t == "number":
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(float(value))
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if ok and isinstance(value, int) and abs(value) > sys.float_info.max:
+            return value, "out_of_range", f"argument {p.name!r} is {preview(value)}: too large to use"
+        ok = ok and math.isfinite(float(value))
         value = float(value) if ok else value
     elif t == "array":
         if not isinstance(value, list):
@@ -1121,6 +1169,8 @@ def _coerce(p: ParamSpec, value: Any) -> tuple[Any, str | None, str | None]:
             problem = _schema_problem(v, p.schema()["items"], f"{p.name}[{k}]")
             if problem:
                 return value, "wrong_type", f"argument {problem}"
+        if p.item_type == "integer" and any(abs(v) > MAX_INTEGER for v in value):
+            return value, "out_of_range", f"argument {p.name!r} holds an integer too large to use"
         if p.item_type in ("number", "integer"):
             try:
                 value = [float(v) if p.item_type == "number" else int(v) for v in value]
@@ -1150,11 +1200,15 @@ def _parse_arguments(spec: ToolSpec, arguments: str | Mapping[str, Any] | None) 
             arguments = {}
         else:
             try:
-                arguments = json.loads(text)
-            except json.JSONDecodeError as exc:
+                arguments = parse_json(
+                    text, f"arguments of {spec.name}", max_bytes=MAX_ARGUMENT_BYTES, max_depth=MAX_ARGUMENT_DEPTH
+                )
+            except JSONInputError as exc:
+                if exc.syntax is None:  # valid JSON beyond a bound (size, nesting, digits, repeated key)
+                    return _error("malformed_json", f"the {exc}; nothing was run. {usage}")
                 return _error(
                     "malformed_json",
-                    f"the arguments of {spec.name} are not valid JSON ({exc.msg} at character {exc.pos}): "
+                    f"the arguments of {spec.name} are not valid JSON ({exc.syntax} at character {exc.position}): "
                     f"{text[:120]!r}; nothing was run (later turns show this call with empty arguments {{}}). "
                     f"Send one JSON object, e.g. {_example(spec)}. {usage}",
                 )
@@ -1164,11 +1218,16 @@ def _parse_arguments(spec: ToolSpec, arguments: str | Mapping[str, Any] | None) 
             f"the arguments of {spec.name} must be a JSON object, got {_describe_value(arguments)}. "
             f"Example: {_example(spec)}. {usage}",
         )
+    if too_deep(arguments, MAX_ARGUMENT_DEPTH):
+        return _error(
+            "malformed_json", f"the arguments of {spec.name} nest more than {MAX_ARGUMENT_DEPTH} levels deep. {usage}"
+        )
     known = {p.name: p for p in spec.params}
     problems: list[tuple[str, str]] = []
     extra = [k for k in arguments if k not in known]
     if extra:
-        names = ", ".join(repr(k) for k in extra)
+        names = ", ".join(preview(k, 40) if not isinstance(k, str) else repr(k[:40]) for k in extra[:5])
+        names += f" and {len(extra) - 5} more" if len(extra) > 5 else ""
         problems.append(
             ("unexpected_argument", f"{spec.name} has no argument(s) {names}; valid arguments: {', '.join(known)}")
         )

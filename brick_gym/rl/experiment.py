@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from brick_gym.core.fileio import atomic_write_json, json_default
+from brick_gym.core.fileio import atomic_write_json, json_default, read_json
 from brick_gym.rl.callbacks import RewardTermsCallback, curve_callback, progress_callback
 from brick_gym.rl.experiment_config import (
     ENCODINGS,
@@ -110,7 +110,7 @@ def _run_dir(out: Path, name: str, seed: int) -> Path:
 def _finished(out: Path, name: str, seed: int) -> dict[str, Any] | None:
     """A run's ``result.json`` (marked ``skipped``) when it finished earlier, else None."""
     path = _run_dir(out, name, seed) / "result.json"
-    return {**json.loads(path.read_text()), "skipped": True} if path.exists() else None
+    return {**read_json(path), "skipped": True} if path.exists() else None
 
 
 def train_variant(ctx: _Context, variant: VariantConfig, seed: int) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from brick_gym.core.paths import safe_id_problem
 from brick_gym.rl.config import PER_RUN, TrainConfig
 
 if TYPE_CHECKING:
@@ -262,8 +263,9 @@ def validate(config: ExperimentConfig, where: str = "config") -> None:
     if len(set(names)) != len(names):
         raise ValueError(f"{where}: duplicate variant names {names}")
     for v in config.variants:
-        if not v.name or not all(c.isalnum() or c in "_.-" for c in v.name):
-            raise ValueError(f"{where}: variant name {v.name!r}: use letters, digits, '_', '-', '.'")
+        problem = safe_id_problem(v.name)  # it names the run's folder
+        if problem is not None:
+            raise ValueError(f"{where}: variant name {v.name!r} {problem}")
         if v.encoding not in ENCODINGS:
             raise ValueError(f"{where}: variant {v.name!r}: encoding must be one of {sorted(ENCODINGS)}")
         try:

@@ -97,7 +97,7 @@ def test_elo_malformed_line_exits_2_naming_the_line(elo_files, tmp_path, capsys)
     bad.write_text(align.read_text().splitlines()[0] + "\n\n{not json\n", encoding="utf-8")
     code, out, err = run(capsys, "elo", str(bad), str(design), "--json")
     assert code == 2 and out == ""
-    assert f"{bad}:3" in err and "invalid JSON" in err
+    assert f"{bad}:3" in err and "not valid JSON" in err
     wrong = write_jsonl(tmp_path / "wrong.jsonl", [{"task": "t", "first": "a", "second": "b", "winner": "c"}])
     code, _, err = run(capsys, "elo", str(wrong), str(design))
     assert code == 2 and f"{wrong}:1" in err and "winner 'c'" in err
@@ -229,3 +229,19 @@ def test_render_unusable_input_exits_2(tmp_path, capsys) -> None:
     assert code == 2 and "none.mpd" in err
     code, _, err = run(capsys, "render", str(garbage), "--out", str(tmp_path / "o"), "--size", "4")
     assert code == 2 and "size" in err
+
+
+def test_a_truncated_view_png_is_named_not_fatal(tmp_path) -> None:
+    from PIL import Image
+
+    from brick_gym.bench.scoring import ViewFileError, load_views
+    from brick_gym.render import VIEW_NAMES
+
+    noise = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    for i, name in enumerate(VIEW_NAMES[:8]):
+        Image.fromarray(noise).save(tmp_path / f"view_{i}_{name}.png")
+    assert len(load_views(tmp_path)) == 8
+    broken = tmp_path / f"view_3_{VIEW_NAMES[3]}.png"
+    broken.write_bytes(broken.read_bytes()[:4000])  # truncated mid-image
+    with pytest.raises(ViewFileError, match=broken.name):
+        load_views(tmp_path)

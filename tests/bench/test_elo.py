@@ -259,7 +259,7 @@ def test_load_judgments_round_trip_and_line_errors(tmp_path) -> None:
     assert load_judgments(path) == [good, {**good, "winner": "a"}]
 
     cases = {
-        "{not json": "invalid JSON",
+        "{not json": "not valid JSON",
         json.dumps([1, 2]): "expected an object",
         json.dumps({k: v for k, v in good.items() if k != "task"}): "missing field 'task'",
         json.dumps({**good, "winner": "c"}): "neither first",

@@ -250,7 +250,7 @@ def test_task_file_not_json_and_missing(tmp_path, capsys):
     bad.write_text("[{")
     argv = ["run", "--tasks", str(bad), "--setting", "model", "--agent", "heuristic", "--out", str(tmp_path / "o")]
     assert bench_main(argv) == 2
-    assert "invalid JSON" in capsys.readouterr().err
+    assert "not valid JSON" in capsys.readouterr().err
     with pytest.raises(BenchError, match="cannot read task file"):
         run(tmp_path / "nope.json", "model", "heuristic", tmp_path / "o", progress=False)
 

@@ -247,3 +247,73 @@ def test_a_build_export_keeps_its_authored_connections_for_verification() -> Non
     assert asm.author("1.hole[0]", "0.stud[0]").ok
     named = check_model_text(to_ldraw(asm), "build.mpd", rules, stability=False)
     assert not named["valid"] and [i["kind"] for i in named["issues"]] == ["join"] and named["authored"] == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Untrusted submissions and run folders
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("expression", ["(" * 200_000 + "1" + ")" * 200_000, "-" * 200_000 + "1", "x" + ".a" * 200_000])
+def test_a_200k_deep_build_py_is_a_problem_not_a_crash(tmp_path: Path, expression: str):
+    deep = "def build():\n    return " + expression + "\n"
+    problems = check_submission(_zip(tmp_path / "s.zip", {"alt-001/build.py": deep}))
+    assert len(problems) == 1 and "alt-001/build.py" in problems[0], problems
+    assert "nested too deeply" in problems[0] or "syntax error" in problems[0]
+
+
+def _lying_zip(path: Path, real: bytes, claimed: int) -> Path:
+    """A zip whose one member's headers claim ``claimed`` bytes while its deflate stream holds ``real``."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("model-001/model.mpd", real)
+    data = bytearray(path.read_bytes())
+    for signature, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # local header, central directory
+        at = data.find(signature)
+        data[at + offset : at + offset + 4] = claimed.to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_member_that_lies_about_its_size_is_read_in_bounded_chunks(tmp_path: Path):
+    bomb = _lying_zip(tmp_path / "bomb.zip", b"0 " * 20_000_000, claimed=100)
+    assert bomb.stat().st_size < 200_000  # 40 MB of text deflates to a small member
+    problems = check_submission(bomb)
+    assert len(problems) == 1 and "model-001/model.mpd" in problems[0]
+    assert "cannot be read" in problems[0] or "inflates to more than" in problems[0]
+
+
+def test_submit_follows_no_symlink_out_of_the_run(run_dir: Path, tmp_path: Path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("0 not yours\n")
+    (run_dir / "model-009").mkdir()
+    os.symlink(secret, run_dir / "model-009" / "model.mpd")
+    os.symlink(tmp_path, run_dir / "model-010")  # a task folder that is a link out of the run
+    out = build_submission(run_dir, tmp_path / "sub.zip")
+    with zipfile.ZipFile(out) as zf:
+        names = zf.namelist()
+        assert not any(n.startswith(("model-009/model.mpd", "model-010/")) for n in names)
+        assert all(b"not yours" not in zf.read(n) for n in names)
+
+
+def test_submit_out_inside_the_run_is_refused_and_nothing_is_overwritten(run_dir: Path, tmp_path: Path, capsys):
+    target = run_dir / "model-001" / "model.mpd"
+    before = target.read_bytes()
+    assert bench_main(["submit", str(run_dir), "--out", str(target)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "inside the run folder" in err[0] and "Traceback" not in err[0]
+    assert target.read_bytes() == before
+    with pytest.raises(SubmissionError, match="inside the run folder"):
+        build_submission(run_dir, run_dir / "sub.zip")
+
+
+def test_one_model_with_huge_coordinates_does_not_stop_verify(tmp_path: Path, models: dict[str, Path], capsys):
+    folder = tmp_path / "run"
+    (folder / "model-001").mkdir(parents=True)
+    (folder / "model-001" / "model.mpd").write_bytes(models["valid"].read_bytes())
+    (folder / "model-002").mkdir()
+    (folder / "model-002" / "model.mpd").write_text("0 far\n1 4 1e154 0 0 1 0 0 0 1 0 0 0 1 3001.dat\n")
+    assert bench_main(["verify", str(folder), "--setting", "model", "--json"]) == 1
+    result = json.loads((folder / "verification.json").read_text())
+    assert result["tasks"]["model-001"]["valid"] is True
+    bad = result["tasks"]["model-002"]
+    assert bad["valid"] is False and "1,000,000" in json.dumps(bad)

@@ -12,12 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from brick_gym.core.examples import doubling_mpd
 from brick_gym.core.ldraw import (
     MAX_DEPTH,
     MAX_PARTS,
     LDrawError,
     LDrawModel,
     LDrawPart,
+    PartCountExceeded,
     format_part_line,
     read_ldraw,
     read_ldraw_file,
@@ -98,7 +100,7 @@ def test_round_trip_random_poses_bit_exact() -> None:
         elif k % 3 == 1:
             translation = rng.normal(scale=500.0, size=3)  # off grid
         else:
-            translation = rng.uniform(-1e-3, 1e-3, size=3) * 10.0 ** rng.integers(-12, 12)
+            translation = rng.uniform(-1e-3, 1e-3, size=3) * 10.0 ** rng.integers(-12, 9)  # within the ±1e6 bound
         parts.append((f"part{k % 7}", int(rng.integers(0, 512)), pose_from(rotation, translation)))
     text = write_ldr(parts, title="random poses")
     model = read_ldraw(text, "random.ldr")
@@ -395,7 +397,7 @@ def test_exponential_submodels_are_rejected_quickly() -> None:
     for k in range(40):
         lines += [f"1 16 0 0 0 1 0 0 0 1 0 0 0 1 s{k}.ldr"] * 2 + [f"0 FILE s{k}.ldr"]
     lines.append(OK)
-    with pytest.raises(LDrawError, match=f"more than {MAX_PARTS} parts"):
+    with pytest.raises(LDrawError, match=f"expands to 1,099,511,627,776 parts; at most {MAX_PARTS:,} are read"):
         read_ldraw("\n".join(lines))
 
 
@@ -575,3 +577,44 @@ def test_composed_pose_overflow_is_an_error() -> None:
     with pytest.raises(LDrawError, match="non-finite") as info:
         read_ldraw(text)
     assert info.value.line == 4  # 1e200 * 1e200 overflows where s.ldr places t.ldr
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bounds on untrusted files: coordinates, and the part count worked out before anything is expanded
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_a_2_19_expansion_is_refused_before_it_is_built() -> None:
+    import time
+
+    text = doubling_mpd(19)
+    assert len(text.encode()) < 2000
+    started = time.perf_counter()
+    with pytest.raises(PartCountExceeded, match="expands to 524,288 parts; the set setting allows 4,000") as info:
+        read_ldraw(text, "bomb.mpd", max_parts=4000, limit_note="the set setting allows 4,000")
+    assert time.perf_counter() - started < 2  # counted from the subfiles, nothing composed
+    assert (info.value.count, info.value.limit) == (524_288, 4000)
+    assert len(read_ldraw(doubling_mpd(5), "small.mpd", max_parts=32).parts) == 32
+
+
+def test_an_expansion_past_10_18_is_counted_exactly_and_refused() -> None:
+    with pytest.raises(PartCountExceeded, match="more than 10\\^18") as info:
+        read_ldraw(doubling_mpd(62), "huge.mpd")
+    assert info.value.count == 2**62
+
+
+@pytest.mark.parametrize("field", ["x", "y", "z"])
+def test_huge_finite_coordinates_are_refused_with_file_and_line(field) -> None:
+    values = {"x": "0", "y": "0", "z": "0", field: "1e154"}
+    text = f"0 huge\n1 4 {values['x']} {values['y']} {values['z']} 1 0 0 0 1 0 0 0 1 3001.dat\n"
+    with pytest.raises(LDrawError, match=rf"huge\.ldr, line 2: field {field} = 1e\+154 lies outside ±1,000,000"):
+        read_ldraw(text, "huge.ldr")
+
+
+def test_a_composed_position_outside_the_bound_is_refused() -> None:
+    text = (
+        "0 FILE main.ldr\n1 16 900000 0 0 1 0 0 0 1 0 0 0 1 sub.ldr\n"
+        "0 FILE sub.ldr\n1 4 900000 0 0 1 0 0 0 1 0 0 0 1 3001.dat\n"
+    )
+    with pytest.raises(LDrawError, match="composed world position lies outside"):
+        read_ldraw(text, "far.mpd")

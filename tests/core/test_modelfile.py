@@ -63,3 +63,19 @@ def test_mpd_submodels_flatten_into_pieces() -> None:
     loaded = from_model(read_ldraw(text, "m.mpd"))
     assert len(loaded.assembly) == 4
     assert len(loaded.assembly.components) == 1
+
+
+def test_load_refuses_an_expansion_past_the_settings_part_limit(tmp_path) -> None:
+    import pytest
+
+    from brick_gym.core.examples import doubling_mpd
+    from brick_gym.core.ldraw import PartCountExceeded
+    from brick_gym.core.modelfile import part_bound
+    from brick_gym.core.rules import Rules
+
+    path = tmp_path / "bomb.mpd"
+    path.write_text(doubling_mpd(19))
+    rules = Rules.for_setting("set")
+    assert part_bound(rules) == (4000, "the set setting allows 4,000")
+    with pytest.raises(PartCountExceeded, match=r"bomb\.mpd: expands to 524,288 parts; the set setting allows 4,000"):
+        load(path, rules)

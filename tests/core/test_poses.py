@@ -68,3 +68,19 @@ def test_a_part_at_any_rotation_keeps_the_exact_fit_check() -> None:
     assert by_matrix.ok and np.array_equal(m[by_matrix.piece].pose[:3, :3], rotation("z", 90)[:3, :3])
     refused = m.add("3001", "green", (600.0, 0.0, 0.0), matrix=np.diag([1.0, 1.0, -1.0]))
     assert not refused.ok and refused.reason == "bad_pose" and "mirror" in refused.message
+
+
+def test_positions_outside_the_coordinate_bound_are_refused() -> None:
+    from brick_gym.core.assembly import Assembly
+    from brick_gym.core.poses import MAX_COORDINATE_LDU
+    from brick_gym.core.rules import Rules
+
+    with pytest.raises(ValueError, match="outside ±1,000,000 LDU"):
+        pose((1e154, 0, 0))
+    asm = Assembly(Rules.for_setting("free"))
+    far = np.eye(4)
+    far[1, 3] = -2 * MAX_COORDINATE_LDU  # a pose built by hand (as a model file or a program would)
+    out = asm.add("3001", "red", far)
+    assert not out.ok and out.reason == "bad_pose" and "outside ±1,000,000 LDU" in out.message
+    assert asm.add("3001", "red", translation(0, -MAX_COORDINATE_LDU + 100, 0)).ok
+    assert len(asm) == 1

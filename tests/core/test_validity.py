@@ -6,7 +6,7 @@ import bricknet
 import pytest
 
 from brick_gym.core.assembly import Assembly
-from brick_gym.core.examples import random_assembly, readme_wall, running_bond_wall, translation
+from brick_gym.core.examples import pile_ldr, random_assembly, readme_wall, running_bond_wall, translation
 from brick_gym.core.modelfile import to_ldraw
 from brick_gym.core.rules import Rules, Setting
 from brick_gym.core.validity import check, consistency_errors, joints_from_scratch
@@ -97,3 +97,34 @@ def test_scratch_joints_match_incremental_on_a_random_assembly(seed: int) -> Non
     assert consistency_errors(a) == []
     assert joints_from_scratch(a.pieces) == a.joints
     assert {(j.a, j.b) for j in a.joints} == _bricknet_pairs(to_ldraw(a, mpd=False))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Degenerate input costs no more than ordinary input
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _pile(n: int, setting: str = "free") -> Assembly:
+    from brick_gym.core.ldraw import read_ldraw
+    from brick_gym.core.modelfile import from_model
+
+    return from_model(read_ldraw(pile_ldr(n)), Rules.for_setting(setting)).assembly
+
+
+def test_400_plates_at_one_spot_are_one_collision_verdict() -> None:
+    report = check(_pile(400))
+    assert not report.valid
+    spots = [i for i in report.issues if i.kind == "collision"]
+    assert len(spots) == 1 and len(spots[0].pieces) == 400
+    assert "400 pieces of 3024" in spots[0].message and "keep one of them" in spots[0].message
+    assert report.components == 1 and report.pieces == 400
+
+
+def test_stock_message_names_the_part_once() -> None:
+    from brick_gym.core.rules import Inventory
+
+    asm = Assembly(Rules.for_setting("alt-build", Inventory.from_mapping({"3001": {"red": 1}})), strict=False)
+    asm.add("3024", "red", translation(0, 0, 0))
+    stock = [i for i in check(asm, stability=False).issues if i.kind == "stock"]
+    assert stock and "is not in the inventory" in stock[0].message
+    assert "inventory is not in the inventory" not in stock[0].message

@@ -156,6 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def add_projects_commands(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``projects`` (list, reference, prepare, score, run) on a ``brick-gym`` subparsers object."""
+    from brick_gym.bench.arguments import whole
     from brick_gym.bench.cli import add_episode_options
 
     parser = subparsers.add_parser("projects", help="the project suite: build from plans, layers, a picture, a program")
@@ -189,8 +190,8 @@ def add_projects_commands(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--project", action="append", help="project id or level (repeatable, or comma-separated); default all"
     )
-    p.add_argument("--repeats", type=int, default=1, help="episodes per project (default 1)")
-    p.add_argument("--jobs", type=int, default=1, help="episodes in parallel (worker processes; default 1)")
+    p.add_argument("--repeats", type=whole(1, 1000), default=1, help="episodes per project (default 1)")
+    p.add_argument("--jobs", type=whole(1, 256), default=1, help="episodes in parallel (worker processes; default 1)")
     p.add_argument("--name", help="folder name of the agent (default: derived from --agent)")
     p.add_argument("--judge", help="VQA judge for the judged projects (default: none, VQA not scored)")
     p.add_argument(

@@ -25,6 +25,7 @@ from typing import Any
 
 from brick_gym.bench.projects.suite import Project
 from brick_gym.core.assembly import Assembly
+from brick_gym.core.fileio import read_json
 
 __all__ = [
     "ModelUnusable",
@@ -261,7 +262,6 @@ def score_episode(
     """Score an episode folder: its delivered ``model.mpd`` (the rebuilt ``build.py`` when one was delivered), the
     verdict of its ``verification.json`` when that is readable (else the model is checked), the effort of its
     ``transcript.jsonl``."""
-    import json
 
     from brick_gym.core.rules import Rules
 
@@ -269,11 +269,11 @@ def score_episode(
     assembly, notes, name = load_candidate(folder / "model.mpd", Rules.for_setting(project.setting))
     verdict = None
     try:
-        verification = json.loads((folder / "verification.json").read_text(encoding="utf-8"))
+        verification = read_json(folder / "verification.json")
         issues = (verification.get("report") or {}).get("issues")
         if isinstance(verification.get("valid"), bool) and isinstance(issues, list):
             verdict = (verification["valid"], [i for i in issues if isinstance(i, dict)])
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError):  # JSONInputError is a ValueError
         verdict = None
     return score_assembly(
         project,

@@ -8,7 +8,6 @@ text substitutions that turn the program derived from the reference into the bro
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from brick_gym.core.builder import Builder
+from brick_gym.core.fileio import JSONInputError, read_json
 from brick_gym.core.references import PROJECTS_DIR, REFERENCE_FILE, build_reference
 
 __all__ = ["EXACT_KINDS", "INPUT_KINDS", "Mistake", "Project", "ProjectError", "get_project", "load_suite"]
@@ -143,11 +143,8 @@ def load_project(path: Path) -> Project:
     """One project from its ``project.json`` (validated; :class:`ProjectError` names the file and field)."""
     where = str(path)
     try:
-        raw = path.read_bytes()
-        if len(raw) > _MAX_FILE:
-            raise ProjectError(f"{where}: larger than {_MAX_FILE} bytes")
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = read_json(path, max_bytes=_MAX_FILE)
+    except (OSError, JSONInputError) as exc:
         raise ProjectError(f"{where}: unreadable project file: {exc}") from None
     if not isinstance(data, dict):
         raise ProjectError(f"{where}: a project file is a JSON object")

@@ -1,0 +1,60 @@
+"""Action codecs read untrusted actions: numbers of any size, arbitrary JSON values, never an exception."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from brick_gym.core.rules import Rules
+from brick_gym.envs import BrickAssemblyEnv, EnvConfig, make_task
+
+SMALL = {"max_pieces": 6, "max_steps": 8, "max_targets": 16, "max_candidates": 8}
+
+
+def _env(encoding: str) -> BrickAssemblyEnv:
+    task = make_task("small", Rules.for_setting("model"), [("3001", "red"), ("3003", "blue")])
+    env = BrickAssemblyEnv(task, config=EnvConfig(encoding=encoding, **SMALL))
+    env.reset(seed=0)
+    return env
+
+
+HOSTILE = [
+    [10**400, 0, 0, 0],
+    [0, -(10**400), 0, 0],
+    [10**5000, 0, 0, 0],  # past Python's 4,300-digit repr limit
+    [1e308, 1e308, 0, 0],
+    [float("inf"), 0, 0, float("nan")],
+    [10**400],
+    [-1, -1, -1, -1],
+]
+
+
+@pytest.mark.parametrize("encoding", ["factored", "candidates"])
+@pytest.mark.parametrize("action", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_actions_are_errors_not_exceptions(encoding, action) -> None:
+    env = _env(encoding)
+    placed = len(env.assembly)  # the task's base plate
+    decoded = env.codec.decode(action, env.view)
+    assert decoded.error and decoded.placement is None and not decoded.stop
+    obs, _, _, _, _ = env.step(action)
+    assert env.observation_space.contains(obs)
+    assert len(env.assembly) == placed
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["factored", "candidates"]), st.lists(json_values, max_size=6))
+def test_arbitrary_json_actions_never_raise(encoding, actions) -> None:
+    env = _env(encoding)
+    for action in actions:
+        obs, _, term, trunc, _ = env.step(action)
+        assert env.observation_space.contains(obs)
+        if term or trunc:
+            break
