@@ -79,3 +79,12 @@ def test_load_refuses_an_expansion_past_the_settings_part_limit(tmp_path) -> Non
     assert part_bound(rules) == (4000, "the set setting allows 4,000")
     with pytest.raises(PartCountExceeded, match=r"bomb\.mpd: expands to 524,288 parts; the set setting allows 4,000"):
         load(path, rules)
+
+
+def test_a_connect_line_with_a_huge_or_odd_part_number_is_a_problem_not_a_crash() -> None:
+    lines = "1 4 0 0 0 1 0 0 0 1 0 0 0 1 3001.dat\n1 4 0 -24 0 1 0 0 0 1 0 0 0 1 3001.dat\n"
+    for number, words in (("9" * 5000, "5,000 digits"), ("²", "not a non-negative integer")):
+        text = f"0 m\n{lines}0 !BRICK_GYM CONNECT {number} stud[0] 1 hole[0]\n"
+        loaded = from_model(read_ldraw(text, "m.ldr"))
+        assert len(loaded.assembly) == 2
+        assert any(words in p.message for p in loaded.problems), loaded.problems
