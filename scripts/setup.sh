@@ -22,6 +22,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   $PIP install --quiet --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
   $PIP install --quiet --disable-pip-version-check "torch==2.13.0"
   $PIP install --quiet --disable-pip-version-check -e ".[all]"
+  # The editable install's metadata lives in .venv; the copy setuptools leaves in the source tree would shadow it
+  # for anything run from here with the project root on sys.path (python -m pytest), e.g. Inspect's check that
+  # brick_gym is installed, which names the task brick_gym/brickbench.
+  rm -rf brick_gym.egg-info
   touch "$stamp"
 else
   echo "setup: .venv is up to date"

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brick_gym.bench.runner import BenchError, default_tasks, load_bench_tasks, normalise_setting, resolve_inventory
+from brick_gym.bench.runner import default_tasks, load_bench_tasks, normalise_setting, resolve_inventory
+from brick_gym.core.paths import check_safe_id, safe_join
 from brick_gym.envs.fidelity_targets import ALL_KINDS, FidelityTask, generate_suite
 from brick_gym.llm.adapter import BenchTask, EpisodeConfig, EpisodeTools
 from brick_gym.llm.fidelity_briefs import fidelity_bench_task, place_start_piece
@@ -33,7 +34,6 @@ __all__ = [
     "episode_config",
     "face_config",
     "fidelity_samples",
-    "plain_name",
     "start_episode",
     "task_folder",
 ]
@@ -78,11 +78,7 @@ def benchmark_samples(
     path = Path(tasks) if tasks is not None else default_tasks(setting)
     inv = resolve_inventory(setting, inventory)
     samples = []
-    for index, t in enumerate(load_bench_tasks(path)):
-        try:  # its deliverables go into a folder of that name
-            plain_name(t["id"], f"{path}: task {index}: id")
-        except ValueError as exc:
-            raise BenchError(str(exc)) from None
+    for t in load_bench_tasks(path):  # the loader refuses ids that are not safe folder names, with their index
         samples.append(
             FaceSample(BenchTask(t["id"], t["prompt"], t["questions"]), setting, None if inv is None else str(inv))
         )
@@ -133,22 +129,14 @@ def start_episode(sample: FaceSample, config: EpisodeConfig) -> EpisodeTools:
     return episode
 
 
-def plain_name(name: str, what: str = "folder name") -> str:
-    """``name`` when it is one plain path component (so ``out/<name>`` stays inside ``out``), else ValueError
-    naming it: task ids and trajectory ids come from files and trainers, not from us."""
-    bad = not name or name in (".", "..") or any(c in name for c in ("/", "\\", "\0")) or Path(name).is_absolute()
-    if bad:
-        raise ValueError(f"{what} {name!r} is not a plain file name (no separators, not '.' or '..')")
-    return name
-
-
 @contextlib.contextmanager
 def task_folder(out: str | os.PathLike[str] | None, *names: str) -> Iterator[Path]:
-    """``out/<name>/<name>...`` (made if needed; each name one plain component, checked) when ``out`` is given,
-    else a temporary folder removed afterwards."""
-    parts = [plain_name(n) for n in names]
+    """``out/<name>/<name>...`` (made if needed; each name a safe id, :func:`~brick_gym.core.paths.check_safe_id`,
+    and the folder checked to stay under ``out``) when ``out`` is given, else a temporary folder removed afterwards:
+    task ids and trajectory ids come from files and trainers, not from us."""
+    parts = [check_safe_id(n, "folder name") for n in names]
     if out is not None:
-        folder = Path(out).joinpath(*parts)
+        folder = safe_join(out, *parts)
         folder.mkdir(parents=True, exist_ok=True)
         yield folder
         return
