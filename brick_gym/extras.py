@@ -29,6 +29,7 @@ EXTRAS: dict[str, str] = {
     "inspect_ai": "inspect",
     "verifiers": "verifiers",
     "datasets": "verifiers",
+    "ray": "ray",
 }
 """Top-level package -> the brick_gym extra that installs it (pyproject's optional-dependencies)."""
 
