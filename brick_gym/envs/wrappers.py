@@ -1,4 +1,5 @@
-"""Wrappers: per-episode statistics appended to a ``stats.jsonl`` (Crafter-style), one JSON object per line."""
+"""Wrappers: per-episode statistics appended to a ``stats.jsonl`` (Crafter-style), one JSON object per line; the
+action mask as one more key of the Dict observation (for trainers that read masks from observations, e.g. RLlib)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
+
+ACTION_MASK = "action_mask"
+"""Key of the mask in :class:`ActionMaskObservation`'s observations (the name RLlib's masking modules read)."""
 
 
 class EpisodeStats(gym.Wrapper):
@@ -40,3 +45,27 @@ class EpisodeStats(gym.Wrapper):
                 os.fsync(f.fileno())
             self._episode += 1
         return obs, reward, terminated, truncated, info
+
+
+class ActionMaskObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """The env's Dict observation with one more key, ``action_mask``: ``action_masks()`` of the state the
+    observation shows, an int8 Box of 0/1 (for ``Discrete(n)`` n entries, STOP included; for the factored
+    ``MultiDiscrete`` the per-dimension masks concatenated, as ``action_masks()`` gives them). Every other key and
+    value is the env's own. ``action_masks()`` stays available on the wrapper."""
+
+    def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.ObservationWrapper.__init__(self, env)
+        spaces = dict(env.observation_space.spaces)
+        if ACTION_MASK in spaces:
+            raise ValueError(f"the observation already has a {ACTION_MASK!r} key")
+        size = int(np.asarray(env.unwrapped.action_masks()).size)
+        spaces[ACTION_MASK] = gym.spaces.Box(0, 1, shape=(size,), dtype=np.int8)
+        self.observation_space = gym.spaces.Dict(spaces)
+
+    def action_masks(self) -> np.ndarray:
+        """The current mask (int8), as the wrapped env gives it."""
+        return np.asarray(self.env.unwrapped.action_masks(), dtype=np.int8).reshape(-1)
+
+    def observation(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {**observation, ACTION_MASK: self.action_masks().copy()}
