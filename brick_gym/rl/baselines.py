@@ -66,6 +66,20 @@ def run_episodes(env: Any, agent: Any, episodes: int, seed: int = 0) -> list[dic
     return results
 
 
+def evaluate_agent(agent: Any, env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int) -> dict[str, Any]:
+    """:func:`summarise` of ``agent`` on ``episodes`` fresh episodes of ``gym.make(env_id, **env_kwargs)`` (reset
+    seeds ``seed..seed+episodes-1``): the evaluation every learned builder and baseline gets."""
+    import gymnasium as gym
+
+    import brick_gym.envs  # noqa: F401  (registers the ids)
+
+    env = gym.make(env_id, **env_kwargs)
+    try:
+        return summarise(run_episodes(env, agent, episodes, seed))
+    finally:
+        env.close()
+
+
 def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Means over episodes (fidelity, colour fidelity, validity rate, pieces, return, illegal actions) and each
     episode's fidelity in order (``episode_fidelity``: for paired comparisons on the same targets)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PER_RUN", "TrainConfig"]
+__all__ = ["PER_RUN", "RLlibConfig", "TrainConfig"]
 
 PER_RUN = "per_run"
 """Field metadata key (``metadata={PER_RUN: True}``) of the settings a run sets for itself: not keys of an
@@ -43,3 +43,21 @@ class TrainConfig:
     torch_threads: int = 1
     """Torch CPU threads (fixed, for reproducible numbers; 0 leaves torch's own setting). :func:`~brick_gym.rl.
     train.train` sets it; experiment runs also train under deterministic torch."""
+
+
+@dataclass
+class RLlibConfig:
+    """How an RLlib PPO run (:func:`brick_gym.rl.rllib.train.train_rllib`) is spread over a Ray cluster; the learning
+    settings are the run's :class:`TrainConfig` (rollout ``n_steps × n_envs`` per update, minibatches of
+    ``batch_size``, ``learning_rate``, ``gamma``, ``ent_coef``), mapped onto PPO's with SB3's defaults for the rest
+    (GAE λ 0.95, clip 0.2, value-loss weight 0.5, gradient norm 0.5, no KL term, no value clipping)."""
+
+    env_runners: int = 2
+    """Remote env runners (Ray actors) sampling in parallel; 0 samples in the driver."""
+    envs_per_env_runner: int = 1
+    cpus_per_env_runner: float = 1.0
+    num_epochs: int = 10
+    """Passes over each rollout (SB3's ``n_epochs`` default)."""
+    address: str | None = None
+    """Ray cluster: None or ``"local"`` (a private instance on this machine), ``"auto"`` (the cluster ``ray start``
+    made here), ``HOST:PORT`` or ``ray://HOST:PORT``."""

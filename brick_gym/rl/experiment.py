@@ -39,6 +39,7 @@ from typing import Any
 
 from brick_gym.core.fileio import atomic_write_json, json_default, read_json
 from brick_gym.rl.callbacks import RewardTermsCallback, curve_callback, progress_callback
+from brick_gym.rl.config import TrainConfig
 from brick_gym.rl.experiment_config import (
     ENCODINGS,
     EVAL_SEED,
@@ -49,6 +50,7 @@ from brick_gym.rl.experiment_config import (
     config_dict,
     load_config,
     reward_spec,
+    row_name,
     validate,
 )
 from brick_gym.rl.summary import summarise_experiment
@@ -113,15 +115,16 @@ def _finished(out: Path, name: str, seed: int) -> dict[str, Any] | None:
     return {**read_json(path), "skipped": True} if path.exists() else None
 
 
-def train_variant(ctx: _Context, variant: VariantConfig, seed: int) -> dict[str, Any]:
-    """Train one variant for one seed (or load its finished ``result.json``)."""
-    finished = _finished(ctx.out, variant.name, seed)
+def train_variant(ctx: _Context, variant: VariantConfig, seed: int, backend: str = "sb3") -> dict[str, Any]:
+    """Train one variant for one seed with one backend (or load its finished ``result.json``)."""
+    name = row_name(variant, backend)
+    finished = _finished(ctx.out, name, seed)
     if finished is not None:
         return finished
-    run_dir = _run_dir(ctx.out, variant.name, seed)
+    run_dir = _run_dir(ctx.out, name, seed)
     result_path = run_dir / "result.json"
     spec = reward_spec(variant)  # raises VariantSkipped before anything is written
-    from brick_gym.rl.train import evaluate_policy, train
+    from brick_gym.rl.baselines import evaluate_agent
 
     cfg = ctx.config
     if run_dir.exists():  # an unfinished earlier attempt: start again from scratch
@@ -138,24 +141,98 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int) -> dict[str,
         eval_freq=0,
         out_dir=str(run_dir / "train"),
     )
-    name = f"{variant.name}-{seed}"
+    label = f"{name}-{seed}"
     wb = WandbRun(
         ctx.mode,
         ctx.out,
         project=cfg.wandb.project,
         group=cfg.group,
-        name=name,
+        name=label,
         job_type="train",
-        tags=[*cfg.wandb.tags, cfg.size, variant.encoding],
+        tags=[*cfg.wandb.tags, cfg.size, variant.encoding, backend],
         config=ctx.wandb_config(
             variant=asdict(variant),
+            backend=backend,
             seed=seed,
             env_id=variant.env_id,
             reward_weights={t.name: w for t, w in spec.weights},
+            **({"rllib": asdict(cfg.rllib)} if backend == "rllib" else {}),
         ),
     )
-    overhead = [0.0]
     curve: list[dict[str, Any]] = []
+    overhead = [0.0]
+
+    def record_curve(agent: Any, step: int) -> None:
+        if not cfg.eval.curve_episodes:
+            return
+        t = time.perf_counter()
+        summary = evaluate_agent(agent, variant.env_id, eval_kwargs, cfg.eval.curve_episodes, EVAL_SEED)
+        curve.append({"timesteps": step, **summary})
+        wb.log({"global_step": step, **{f"eval/{k}": v for k, v in _scalars(summary).items() if k != "episodes"}})
+        overhead[0] += time.perf_counter() - t
+
+    task = None
+    if ctx.progress is not None:
+        task = ctx.progress.add_task(label, total=cfg.train.total_timesteps)
+
+    def update(step: int) -> None:
+        if task is not None:
+            ctx.progress.update(task, completed=step)
+
+    trainer = _train_sb3 if backend == "sb3" else _train_rllib
+    try:
+        with _deterministic_torch(cfg.train.torch_threads):
+            trained = trainer(ctx, train_config, run_dir, wb, record_curve, update, overhead)
+    except BaseException:
+        wb.finish(exit_code=1)
+        raise
+    finally:
+        if task is not None:
+            ctx.progress.remove_task(task)
+    metrics = {**trained.pop("eval"), "steps_per_second": trained.pop("steps_per_second")}
+    wb.log({"global_step": trained["timesteps"], **{f"eval/final_{k}": v for k, v in _scalars(metrics).items()}})
+    wandb_info = wb.finish(summary={f"final/{k}": v for k, v in _scalars(metrics).items()})
+    result = {
+        "experiment": cfg.name,
+        "size": cfg.size,
+        "name": name,
+        "variant": variant.name,
+        "kind": "ppo",
+        "backend": backend,
+        "encoding": variant.encoding,
+        "env_id": variant.env_id,
+        "seed": seed,
+        "metrics": metrics,
+        "eval_seeds": [EVAL_SEED, EVAL_SEED + cfg.eval.episodes - 1],
+        "curve": curve,
+        "reward_weights": {t.name: w for t, w in spec.weights},
+        "reward_terms": list(spec.names),
+        **trained,
+        "overhead_seconds": round(overhead[0], 3),
+        "wandb": wandb_info,
+        "git_commit": ctx.commit,
+        "versions": ctx.versions,
+    }
+    atomic_write_json(result_path, result)
+    result["skipped"] = False
+    return result
+
+
+_Curve = Callable[[Any, int], None]
+
+
+def _train_sb3(
+    ctx: _Context,
+    train_config: TrainConfig,
+    run_dir: Path,
+    wb: WandbRun,
+    record_curve: _Curve,
+    update: Callable[[int], None],
+    overhead: list[float],
+) -> dict[str, Any]:
+    """MaskablePPO: episodes logged through SB3 callbacks; ``steps_per_second`` excludes curves and logging."""
+    from brick_gym.rl.train import PolicyAgent, train
+
     term_totals: dict[str, float] = {}
     episodes_path = run_dir / "episodes.jsonl"
     n_episodes = [0]
@@ -177,68 +254,70 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int) -> dict[str,
         wb.log(row)
         overhead[0] += time.perf_counter() - t
 
-    def evaluate(model: Any, step: int) -> None:
-        if not cfg.eval.curve_episodes:
-            return
-        t = time.perf_counter()
-        summary = evaluate_policy(model, variant.env_id, eval_kwargs, cfg.eval.curve_episodes, seed=EVAL_SEED)
-        curve.append({"timesteps": step, **summary})
-        wb.log({"global_step": step, **{f"eval/{k}": v for k, v in _scalars(summary).items() if k != "episodes"}})
-        overhead[0] += time.perf_counter() - t
-
-    task = None
-    if ctx.progress is not None:
-        task = ctx.progress.add_task(name, total=cfg.train.total_timesteps)
-
-    def update(step: int) -> None:
-        if task is not None:
-            ctx.progress.update(task, completed=step)
-
     terms_cb = RewardTermsCallback(on_episode)
-    callbacks = [terms_cb, curve_callback(evaluate, cfg.eval.every), progress_callback(update)]
-    try:
-        with _deterministic_torch(cfg.train.torch_threads):
-            trained = train(train_config, callbacks=callbacks)
-    except BaseException:
-        wb.finish(exit_code=1)
-        raise
-    finally:
-        if task is not None:
-            ctx.progress.remove_task(task)
+    curve_cb = curve_callback(lambda model, step: record_curve(PolicyAgent(model), step), ctx.config.eval.every)
+    trained = train(train_config, callbacks=[terms_cb, curve_cb, progress_callback(update)])
     timesteps = int(terms_cb.num_timesteps)
     seconds = float(trained["train_seconds"])
-    learn_seconds = max(seconds - overhead[0], 1e-9)
-    metrics = {**trained["eval"], "steps_per_second": round(timesteps / learn_seconds, 1)}
-    wb.log({"global_step": timesteps, **{f"eval/final_{k}": v for k, v in _scalars(metrics).items()}})
-    wandb_info = wb.finish(summary={f"final/{k}": v for k, v in _scalars(metrics).items()})
     checkpoints = sorted(str(p.relative_to(run_dir)) for p in (run_dir / "train").glob("checkpoints/*.zip"))
-    result = {
-        "experiment": cfg.name,
-        "size": cfg.size,
-        "name": variant.name,
-        "kind": "ppo",
-        "encoding": variant.encoding,
-        "env_id": variant.env_id,
-        "seed": seed,
-        "metrics": metrics,
-        "eval_seeds": [EVAL_SEED, EVAL_SEED + cfg.eval.episodes - 1],
-        "curve": curve,
-        "reward_weights": {t.name: w for t, w in spec.weights},
-        "reward_terms": list(spec.names),
+    return {
+        "eval": trained["eval"],
+        "steps_per_second": round(timesteps / max(seconds - overhead[0], 1e-9), 1),
         "train_episodes": n_episodes[0],
         "train_reward_terms_mean": {k: v / max(1, n_episodes[0]) for k, v in term_totals.items()},
         "timesteps": timesteps,
         "train_seconds": seconds,
-        "overhead_seconds": round(overhead[0], 3),
         "model": str(Path("train") / "final_model.zip"),
         "checkpoints": checkpoints,
-        "wandb": wandb_info,
-        "git_commit": ctx.commit,
-        "versions": ctx.versions,
     }
-    atomic_write_json(result_path, result)
-    result["skipped"] = False
-    return result
+
+
+def _train_rllib(
+    ctx: _Context,
+    train_config: TrainConfig,
+    run_dir: Path,
+    wb: WandbRun,
+    record_curve: _Curve,
+    update: Callable[[int], None],
+    overhead: list[float],
+) -> dict[str, Any]:
+    """RLlib PPO with masks (:func:`brick_gym.rl.rllib.train.train_rllib`): iterations logged as they end; its
+    ``train_seconds`` already exclude curves, logging and the cluster's start-up."""
+    from brick_gym.rl.rllib.train import RLlibPolicyAgent, train_rllib
+
+    def on_iteration(row: dict[str, Any]) -> None:
+        log: dict[str, Any] = {"global_step": row["timesteps"]}
+        for key in ("episode_return", "episode_length", "pieces", "valid"):
+            if row.get(key) is not None:
+                log[f"train/{key}"] = row[key]
+        log.update({f"train/reward_terms/{k}": v for k, v in row["reward_terms"].items()})
+        wb.log(log)
+        update(row["timesteps"])
+
+    trained = train_rllib(
+        train_config,
+        ctx.config.rllib,
+        evaluate_every=ctx.config.eval.every,
+        on_curve=lambda module, step: record_curve(RLlibPolicyAgent(module), step),
+        on_iteration=on_iteration,
+    )
+    last = _read_last_iteration(run_dir / "train" / "iterations.jsonl")
+    return {
+        "eval": trained["eval"],
+        "steps_per_second": trained["steps_per_second"],
+        "train_episodes": last.get("episodes", 0),
+        "train_reward_terms_mean": last.get("reward_terms", {}),
+        "train_reward_terms_window": "RLlib's smoothing window (the last 100 episodes)",
+        "timesteps": trained["timesteps"],
+        "train_seconds": trained["train_seconds"],
+        "model": str(Path("train") / "module"),
+        "rllib": asdict(ctx.config.rllib),
+    }
+
+
+def _read_last_iteration(path: Path) -> dict[str, Any]:
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return json.loads(lines[-1]) if lines else {}
 
 
 def _make_baseline(name: str, seed: int) -> Any:
@@ -325,12 +404,15 @@ def run_experiment(
     *,
     seeds: Sequence[int] | None = None,
     variants: Sequence[str] | None = None,
+    backends: Sequence[str] | None = None,
+    ray_address: str | None = None,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
     summary_only: bool = False,
 ) -> dict[str, Any]:
     """Run every (variant, seed) and (baseline, seed) not finished yet under ``out``, then write the summary
     (``summary.md``, ``summary.json``, ``summary.png``). Returns the summary dict (with ``ran``/``skipped``).
+    ``backends`` replaces the config's (``sb3``, ``rllib``); ``ray_address`` its ``rllib.address``.
     ``summary_only``: run nothing, summarise the runs finished so far (what a long run has to show mid-way)."""
     config = copy.deepcopy(config)
     if seeds is not None:
@@ -341,6 +423,10 @@ def run_experiment(
         if missing:
             raise ValueError(f"unknown variants {sorted(missing)}; known: {sorted(known)}")
         config.variants = [v for v in config.variants if v.name in set(variants)]
+    if backends is not None:
+        config.backends = list(backends)
+    if ray_address is not None:
+        config.rllib.address = ray_address
     validate(config)
     out_path = Path(out)
     out_path.mkdir(parents=True, exist_ok=True)
@@ -353,7 +439,8 @@ def run_experiment(
     ctx = _Context(config, out_path, mode, git_commit(), package_versions(), say)
     atomic_write_json(out_path / "config.json", {**config_dict(config), "wandb_mode": mode})
     say(
-        f"[bold]{config.name}[/bold] ({config.size}): {len(config.variants)} variants × seeds {config.seeds}, "
+        f"[bold]{config.name}[/bold] ({config.size}): {len(config.variants)} variants × seeds {config.seeds} "
+        f"× backends {config.backends}, "
         f"wandb {mode} → {out_path}"
     )
     jobs: list[tuple[str, Any]] = []
@@ -361,7 +448,8 @@ def run_experiment(
         for b, enc in baseline_runs(config):
             jobs.append(("baseline", (b, enc, seed)))
         for v in config.variants:
-            jobs.append(("ppo", (v, seed)))
+            for backend in config.backends:
+                jobs.append(("ppo", (v, seed, backend)))
     results: list[dict[str, Any]] = []
     skipped_variants: dict[str, str] = {}
     ran, reused = 0, 0
@@ -372,7 +460,7 @@ def run_experiment(
         overall = bar.add_task("runs", total=len(jobs))
         for kind, job in jobs:
             if summary_only:
-                name, seed = (f"{job[0]}-{job[1]}", job[2]) if kind == "baseline" else (job[0].name, job[1])
+                name, seed = (f"{job[0]}-{job[1]}", job[2]) if kind == "baseline" else (row_name(job[0], job[2]), job[1])
                 finished = _finished(out_path, name, seed)
                 if finished is not None:
                     results.append(finished)
@@ -385,12 +473,12 @@ def run_experiment(
                     label = f"{b}-{enc}-{seed}"
                     result = run_baseline(ctx, b, enc, seed)
                 else:
-                    v, seed = job
-                    label = f"{v.name}-{seed}"
+                    v, seed, backend = job
+                    label = f"{row_name(v, backend)}-{seed}"
                     if v.name in skipped_variants:
                         bar.advance(overall)
                         continue
-                    result = train_variant(ctx, v, seed)
+                    result = train_variant(ctx, v, seed, backend)
             except VariantSkipped as e:
                 skipped_variants[job[0].name] = str(e)
                 say(f"[yellow]skipped {job[0].name}[/yellow]: {e}")
@@ -437,6 +525,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="output folder (default out/<name>-<size>)")
     parser.add_argument("--seeds", type=_int_list, default=None, help="comma-separated seeds (default: config)")
     parser.add_argument("--variants", default=None, help="comma-separated variant names (default: all)")
+    parser.add_argument(
+        "--backend",
+        default=None,
+        help="comma-separated trainers: sb3 (MaskablePPO) and/or rllib (RLlib PPO with masks); default: the "
+        "config's backends (sb3 unless it says otherwise). RLlib rows are named <variant>-rllib",
+    )
+    parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="Ray cluster for RLlib runs: auto (the cluster `ray start` made here), HOST:PORT, ray://HOST:PORT; "
+        "default: the config's rllib.address (none: a private local instance)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--summary-only", action="store_true", help="run nothing; summarise the finished runs")
     args = parser.parse_args(argv)
@@ -453,6 +554,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             out,
             seeds=args.seeds,
             variants=variants,
+            backends=[b for b in args.backend.split(",") if b] if args.backend else None,
+            ray_address=args.ray,
             progress=not args.no_progress,
             summary_only=args.summary_only,
         )

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from brick_gym.core.paths import safe_id_problem
-from brick_gym.rl.config import PER_RUN, TrainConfig
+from brick_gym.rl.config import PER_RUN, RLlibConfig, TrainConfig
 
 if TYPE_CHECKING:
     from brick_gym.judges.backends import JudgeRequest
     from brick_gym.rewards.terms import RewardSpec
 
 __all__ = [
+    "BACKENDS",
     "BASELINES",
     "ENCODINGS",
     "EVAL_SEED",
@@ -45,6 +46,7 @@ __all__ = [
     "fuller_build_wins",
     "load_config",
     "reward_spec",
+    "row_name",
     "validate",
 ]
 
@@ -53,6 +55,8 @@ EVAL_SEED = 10_000
 ENCODINGS = {"factored": "BrickGym/Fidelity-v0", "candidates": "BrickGym/FidelityCandidates-v0"}
 """Action encoding → Gymnasium id."""
 BASELINES = ("random", "greedy")
+BACKENDS = ("sb3", "rllib")
+"""Trainers a variant can be trained with: sb3-contrib's MaskablePPO, or RLlib's PPO with a masking RLModule."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -152,6 +156,11 @@ class ExperimentConfig:
     eval: EvalSection = field(default_factory=EvalSection)
     wandb: WandbSection = field(default_factory=WandbSection)
     variants: list[VariantConfig] = field(default_factory=list)
+    backends: list[str] = field(default_factory=lambda: ["sb3"])
+    """Every variant is trained with each of these (:data:`BACKENDS`); rows of RLlib runs are named
+    ``<variant>-rllib`` (:func:`row_name`)."""
+    rllib: RLlibConfig = field(default_factory=RLlibConfig)
+    """Where and how RLlib runs sample (the learning settings are ``[train]``'s, shared with SB3)."""
     size: str = "base"
     """Which ``[sizes.*]`` entry was applied (set by :func:`load_config`)."""
 
@@ -249,6 +258,11 @@ def load_config(path: str | os.PathLike[str], size: str | None = None) -> Experi
     return config_from_dict(data, size, where=str(path))
 
 
+def row_name(variant: VariantConfig, backend: str) -> str:
+    """The summary row (and run folder) of a variant trained with a backend: its name for SB3, ``<name>-rllib``."""
+    return variant.name if backend == "sb3" else f"{variant.name}-{backend}"
+
+
 def validate(config: ExperimentConfig, where: str = "config") -> None:
     """Raise ValueError for anything that would fail later (names, encodings, reward terms, sizes)."""
     from brick_gym.envs.fidelity_targets import ALL_KINDS
@@ -281,6 +295,18 @@ def validate(config: ExperimentConfig, where: str = "config") -> None:
                 pass  # the variant is skipped when it runs, with the reason
             except ValueError as e:
                 raise ValueError(f"{where}: variant {v.name!r}: judge.backend: {e}") from None
+    unknown_backends = [b for b in config.backends if b not in BACKENDS]
+    if not config.backends or unknown_backends or len(set(config.backends)) != len(config.backends):
+        raise ValueError(f"{where}: backends must be distinct names among {list(BACKENDS)}, got {config.backends}")
+    rows = [row_name(v, b) for v in config.variants for b in config.backends]
+    if len(set(rows)) != len(rows):
+        raise ValueError(f"{where}: variant names collide with the RLlib rows' names: {sorted(rows)}")
+    r = config.rllib
+    if r.env_runners < 0 or r.envs_per_env_runner < 1 or r.cpus_per_env_runner < 0 or r.num_epochs < 1:
+        raise ValueError(
+            f"{where}: rllib needs env_runners >= 0, envs_per_env_runner >= 1, cpus_per_env_runner >= 0, "
+            f"num_epochs >= 1 (got {asdict(r)})"
+        )
     for b in config.baselines:
         if b not in BASELINES:
             raise ValueError(f"{where}: unknown baseline {b!r}; choose from {list(BASELINES)}")

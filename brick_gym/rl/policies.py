@@ -14,7 +14,7 @@ import numpy as np
 
 from brick_gym.extras import require
 
-__all__ = ["candidate_policy", "dict_features_extractor", "policy_for"]
+__all__ = ["candidate_policy", "dict_features_extractor", "policy_for", "soften_pointer_heads"]
 
 
 def _torch() -> tuple[Any, Any]:
@@ -105,6 +105,16 @@ def dict_features_extractor() -> type:
     return BrickDictExtractor
 
 
+def soften_pointer_heads(extractor: Any) -> None:
+    """Re-initialise the layers that output a pointer extractor's candidate and STOP scores with SB3's gain for an
+    action head (0.01, orthogonal), so the first policy is close to uniform over the listed candidates (both the
+    SB3 pointer policy and the RLlib module start this way)."""
+    from stable_baselines3.common.policies import BasePolicy
+
+    for layer in (extractor.score, extractor.direct, extractor.stop[-1]):
+        layer.apply(functools.partial(BasePolicy.init_weights, gain=0.01))
+
+
 def candidate_policy() -> type:
     """MaskablePPO policy for the candidate encoding: the action logits are the extractor's candidate and STOP
     scores as they are (no dense layer over a flattened list), the value head sees every feature."""
@@ -128,9 +138,7 @@ def candidate_policy() -> type:
         def _build(self, lr_schedule: Any) -> None:
             super()._build(lr_schedule)
             self.action_net = TakeScores(int(self.action_space.n))
-            extractor = self.features_extractor
-            for layer in (extractor.score, extractor.direct, extractor.stop[-1]):
-                layer.apply(functools.partial(self.init_weights, gain=0.01))
+            soften_pointer_heads(self.features_extractor)
             self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
     return CandidatePointerPolicy

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from brick_gym.core.fileio import atomic_write_json, atomic_write_text
-from brick_gym.rl.experiment_config import EVAL_SEED, ExperimentConfig, baseline_runs
+from brick_gym.rl.experiment_config import EVAL_SEED, ExperimentConfig, baseline_runs, row_name
 
 __all__ = ["METRICS", "paired_gains", "plot_summary", "summarise_experiment", "summary_markdown"]
 
@@ -82,10 +82,19 @@ def summarise_experiment(
     """Group run results by row (variant or baseline), mean ± std over seeds with every seed listed; write
     ``summary.json``, ``summary.md`` and ``summary.png``."""
     rows: dict[str, dict[str, Any]] = {}
-    order = [f"{b}-{e}" for b, e in baseline_runs(config)] + [v.name for v in config.variants]
+    order = [f"{b}-{e}" for b, e in baseline_runs(config)]
+    order += [row_name(v, backend) for v in config.variants for backend in config.backends]
     for r in sorted(results, key=lambda r: (order.index(r["name"]) if r["name"] in order else 99, r["seed"])):
         row = rows.setdefault(
-            r["name"], {"name": r["name"], "kind": r["kind"], "encoding": r["encoding"], "seeds": [], "per_seed": []}
+            r["name"],
+            {
+                "name": r["name"],
+                "kind": r["kind"],
+                "backend": r.get("backend", "sb3" if r["kind"] == "ppo" else None),
+                "encoding": r["encoding"],
+                "seeds": [],
+                "per_seed": [],
+            },
         )
         row["seeds"].append(r["seed"])
         row["per_seed"].append({"seed": r["seed"], **r["metrics"], "curve": r.get("curve", [])})
@@ -106,6 +115,8 @@ def summarise_experiment(
             "deterministic": True,
         },
         "env": asdict(config.env),
+        "backends": list(config.backends),
+        "rllib": asdict(config.rllib),
         "rows": list(rows.values()),
         "paired": paired_gains(list(rows.values())),
         "skipped_variants": dict(skipped),
@@ -123,6 +134,14 @@ def _fmt(mean: float, std: float, key: str) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
+def _trainer(row: Mapping[str, Any], rllib: Mapping[str, Any] | None) -> str:
+    """Who trained a row: ``sb3``, ``rllib (N env runners)``, or ``–`` for a baseline."""
+    backend = row.get("backend")
+    if backend == "rllib" and rllib:
+        return f"rllib ({rllib['env_runners']} env runners)"
+    return backend or "–"
+
+
 def summary_markdown(summary: Mapping[str, Any]) -> str:
     """The summary as Markdown: one row per variant/baseline (mean ± std over seeds), then every seed."""
     ev = summary["eval"]
@@ -133,18 +152,22 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         f"{ev['reset_seeds'][1]}), masked deterministic actions, standard reward spec; seeds {summary['seeds']}. "
         "Mean ± sample std over seeds.",
         "",
-        "| variant | kind | encoding | seeds | " + " | ".join(label for _, label in METRICS) + " |",
-        "|---|---|---|---|" + "---|" * len(METRICS),
+        "| variant | kind | trainer | encoding | seeds | " + " | ".join(label for _, label in METRICS) + " |",
+        "|---|---|---|---|---|" + "---|" * len(METRICS),
     ]
     for row in summary["rows"]:
         cells = [_fmt(row[k]["mean"], row[k]["std"], k) for k, _ in METRICS]
+        trainer = _trainer(row, summary.get("rllib"))
         lines.append(
-            f"| {row['name']} | {row['kind']} | {row['encoding']} | {len(row['seeds'])} | " + " | ".join(cells) + " |"
+            f"| {row['name']} | {row['kind']} | {trainer} | {row['encoding']} | {len(row['seeds'])} | "
+            + " | ".join(cells)
+            + " |"
         )
     lines += [
         "",
-        "steps/s: training env steps per second (PPO, excluding curve evaluation and logging); acting steps per "
-        "second on the held-out episodes (baselines).",
+        "steps/s: training env steps per second (PPO, excluding curve evaluation, logging and, for RLlib, the "
+        "cluster's start-up; SB3 steps its envs in the trainer's process, RLlib samples in its env runners); "
+        "acting steps per second on the held-out episodes (baselines).",
         "",
         "## Every seed",
         "",

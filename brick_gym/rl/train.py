@@ -150,11 +150,6 @@ class PolicyAgent:
 
 def evaluate_policy(model: Any, env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int) -> dict[str, Any]:
     """Masked deterministic evaluation on ``episodes`` tasks (seeds ``seed..seed+episodes-1``)."""
-    import brick_gym.envs  # noqa: F401
-    from brick_gym.rl.baselines import run_episodes, summarise
+    from brick_gym.rl.baselines import evaluate_agent
 
-    env = gym.make(env_id, **env_kwargs)
-    try:
-        return summarise(run_episodes(env, PolicyAgent(model), episodes, seed))
-    finally:
-        env.close()
+    return evaluate_agent(PolicyAgent(model), env_id, env_kwargs, episodes, seed)
