@@ -16,6 +16,7 @@ FLOORS = {
     "brick_gym.extras": 0,
     "brick_gym.core": 1,
     "brick_gym.endpoints": 1,
+    "brick_gym.cluster": 1,
     "brick_gym.render": 2,
     "brick_gym.judges": 3,
     "brick_gym.rewards": 4,
@@ -35,7 +36,7 @@ faces use the benchmark's task loading and checks. The project references' ``bui
 ``brick_gym.data`` are programs, not modules: they use the public API, ``from brick_gym import Builder``, and are
 run by path, never imported.)"""
 
-HEAVY = ("gymnasium", "torch", "transformers", "openai", "anthropic", "moderngl", "wandb", "pettingzoo")
+HEAVY = ("gymnasium", "torch", "transformers", "openai", "anthropic", "moderngl", "wandb", "pettingzoo", "ray")
 
 
 def _module_name(path: Path) -> str:

@@ -73,6 +73,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         config, sampling = episode_config(args)
+        executor = _ray_executor(args)
     except ValueError as exc:
         return _fail(str(exc))
     try:
@@ -90,8 +91,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             retry_errors=args.retry_errors,
             sampling=sampling,
             lock_wait_s=args.lock_wait,
+            executor=executor,
         )
-    except BenchError as exc:
+    except (BenchError, ImportError) as exc:  # ImportError: --ray without the ray extra
         return _fail(str(exc))
     n = len(summary.tasks)
     print(
@@ -113,6 +115,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if summary.failed else 0
 
 
+def _ray_executor(args: argparse.Namespace) -> Any:
+    """The Ray executor ``--ray`` asks for (None without it); ValueError for flags that do not go together."""
+    if args.ray is None:
+        for flag in ("ray_files", "ray_cpus", "ray_gpus", "ray_retries"):
+            if getattr(args, flag) is not None:
+                raise ValueError(f"--{flag.replace('_', '-')} needs --ray ADDRESS")
+        return None
+    if args.jobs != 1:
+        raise ValueError("--jobs is for local worker processes; with --ray, --ray-cpus sizes each episode's task")
+    from brick_gym.bench.ray_runner import RayExecutor
+
+    given = {"files": args.ray_files, "cpus": args.ray_cpus, "gpus": args.ray_gpus, "retries": args.ray_retries}
+    return RayExecutor(args.ray, **{k: v for k, v in given.items() if v is not None})
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # score
 # ---------------------------------------------------------------------------------------------------------------
@@ -121,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     """Score run folders (one per system): validity, VQA, pairwise judgments, ELO; write the score folder."""
     from brick_gym.bench.runner import BenchError, normalise_setting
-    from brick_gym.bench.scoring import format_markdown, score
+    from brick_gym.bench.scoring import format_markdown
     from brick_gym.judges.vqa import TaskFileError
 
     try:
@@ -129,26 +146,24 @@ def cmd_score(args: argparse.Namespace) -> int:
         from brick_gym.judges.backends import judge_from_spec
 
         judge = judge_from_spec(args.judge)
+        if args.ray is not None:
+            from brick_gym.judges.ray_judge import RayJudge
+
+            given = {"batch_size": args.ray_batch, "cpus": args.ray_cpus}
+            judge = RayJudge(args.judge, **{k: v for k, v in given.items() if v is not None})
+        elif args.ray_batch is not None or args.ray_cpus is not None:
+            raise ValueError("--ray-batch and --ray-cpus need --ray ADDRESS")
     except ValueError as exc:
+        return _fail(str(exc))
+    except ImportError as exc:
         return _fail(str(exc))
     core = [c.strip() for c in args.core.split(",") if c.strip()] if args.core else None
     if args.boot < 0:
         return _fail(f"--boot must be >= 0, got {args.boot}")
     args.setting = setting
     try:
-        board = score(
-            args.run_dirs,
-            _tasks_path(args),
-            judge,
-            args.out,
-            setting=setting,
-            core=core,
-            boot=args.boot,
-            cache=args.cache,
-            inventory=args.inventory,
-            image_size=args.image_size,
-            recheck=args.recheck,
-        )
+        with _judge_cluster(args.ray):
+            board = _score(args, judge, core)
     except TaskFileError as exc:
         return _fail(f"malformed task file: {exc}")
     except (BenchError, FileNotFoundError, ValueError) as exc:
@@ -160,6 +175,35 @@ def cmd_score(args: argparse.Namespace) -> int:
     print(format_markdown(board))
     print(f"wrote {board.out}/scores.json, leaderboard.md, leaderboard.png, align.jsonl, design.jsonl, vqa.jsonl")
     return 0
+
+
+def _judge_cluster(address: str | None) -> Any:
+    """The Ray connection ``bench score --ray`` judges through (nothing without ``--ray``)."""
+    import contextlib
+
+    if address is None:
+        return contextlib.nullcontext()
+    from brick_gym.cluster import connect
+
+    return connect(address, needed_by="bench score --ray")
+
+
+def _score(args: argparse.Namespace, judge: Any, core: list[str] | None) -> Any:
+    from brick_gym.bench.scoring import score
+
+    return score(
+        args.run_dirs,
+        _tasks_path(args),
+        judge,
+        args.out,
+        setting=args.setting,
+        core=core,
+        boot=args.boot,
+        cache=args.cache,
+        inventory=args.inventory,
+        image_size=args.image_size,
+        recheck=args.recheck,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -396,6 +440,22 @@ def _add_subcommands(sub: Any) -> None:
     p.add_argument(
         "--retry-errors", action="store_true", help="redo finished tasks whose episode ended with a client error"
     )
+    g = p.add_argument_group("Ray cluster (each episode a Ray task)")
+    g.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run on a Ray cluster: auto (the one `ray start` made here), HOST:PORT, "
+        "ray://HOST:PORT, or local (a private instance)",
+    )
+    g.add_argument(
+        "--ray-files",
+        choices=("auto", "shared", "driver"),
+        help="shared: nodes write into --out (a shared file system); driver: nodes return the files and this "
+        "process writes them; auto (default): shared where a node sees --out, else driver",
+    )
+    g.add_argument("--ray-cpus", type=float, help="CPUs per episode task (default 1)")
+    g.add_argument("--ray-gpus", type=float, help="GPUs per episode task (default 0; local transformers agents)")
+    g.add_argument("--ray-retries", type=int, help="reruns of a task whose worker or node died (default 3)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("score", help="score run folders: validity, VQA, pairwise judge, ELO")
@@ -412,6 +472,15 @@ def _add_subcommands(sub: Any) -> None:
         "--image-size", type=whole(8, 4096), default=1024, help="view and tile size in pixels (default 1024)"
     )
     p.add_argument("--recheck", action="store_true", help="re-check every model instead of reading verification.json")
+    g = p.add_argument_group("Ray cluster (judge requests batched as Ray tasks)")
+    g.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="ask the judge through Ray tasks on this cluster (auto, HOST:PORT, local); "
+        "the tasks call --judge from their nodes, e.g. openai:MODEL@URL of a vLLM server; --cache stays here",
+    )
+    g.add_argument("--ray-batch", type=int, help="judge requests per Ray task (default 8)")
+    g.add_argument("--ray-cpus", type=float, help="CPUs per judge task (default 0.25: they wait on the endpoint)")
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("elo", help="print the ELO leaderboard of a score folder")

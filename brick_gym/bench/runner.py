@@ -45,7 +45,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from brick_gym.bench.lock import RunLocked, run_lock
 from brick_gym.core.fileio import JSONInputError, atomic_write_json, read_json
@@ -56,6 +56,7 @@ __all__ = [
     "DONE_FILE",
     "SETTINGS",
     "BenchError",
+    "EpisodeExecutor",
     "RunSummary",
     "agent_name",
     "default_inventory",
@@ -335,6 +336,24 @@ def _episode(task: dict[str, Any], spec: str, task_dir: str, config: Any, sampli
 # The run
 # ---------------------------------------------------------------------------------------------------------------
 
+Record = Callable[[dict[str, Any], dict[str, Any]], None]
+"""``record(task, outcome)``: how an executor hands the runner each episode's outcome (the runner writes the marker)."""
+
+
+class EpisodeExecutor(Protocol):
+    """Runs the episodes of a run somewhere else than this process's workers (e.g.
+    :class:`brick_gym.bench.ray_runner.RayExecutor`). For each task it must leave the episode's files in
+    ``root/<task-id>/`` (or nothing there) and then call ``record(task, outcome)`` with :func:`_episode`'s outcome,
+    optionally with ``"ran_on"`` (recorded in the marker). The runner keeps everything else: which tasks to run,
+    moving unfinished folders aside, the markers and the summary."""
+
+    info: dict[str, Any]
+    """What ``summary.json`` records as the run's ``executor``."""
+
+    def __call__(
+        self, todo: Sequence[dict[str, Any]], spec: str, root: Path, cfg: Any, sampling: Any, record: Record
+    ) -> None: ...
+
 
 @dataclass
 class RunSummary:
@@ -358,6 +377,8 @@ class RunSummary:
     """The agent's provenance: provider, model, endpoint, sampling (:func:`brick_gym.llm.specs.provenance`)."""
     sampling: dict[str, Any] = field(default_factory=dict)
     """The sampling the run asked for (recorded even for agents without a model to sample)."""
+    executor: dict[str, Any] = field(default_factory=dict)
+    """Where the episodes ran: ``{"kind": "local", "jobs": N}`` or the executor's own description."""
     resumed_with_other_settings: dict[str, list[str]] = field(default_factory=dict)
     """Finished tasks kept from an earlier run whose recorded config or client differs from this run's: task ->
     the differing keys."""
@@ -406,6 +427,7 @@ class RunSummary:
             "client": self.client,
             "sampling": self.sampling,
             "config": self.config,
+            "executor": self.executor,
             "counts": {
                 "tasks": n,
                 "finished": len(self.finished),
@@ -453,6 +475,7 @@ def _finish(task_dir: Path, task_id: str, outcome: dict[str, Any], meta: dict[st
         **{k: v for k, v in result.items() if k not in ("task_id", "files")},
         "wall_seconds": round(outcome["wall_s"], 3),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **({"ran_on": outcome["ran_on"]} if outcome.get("ran_on") else {}),
         "files": _hash_files(task_dir),
     }
     atomic_write_json(task_dir / DONE_FILE, marker)
@@ -506,6 +529,7 @@ def run(
     sampling: Any = None,
     tasks: Sequence[dict[str, Any]] | None = None,
     lock_wait_s: float = 0.0,
+    executor: EpisodeExecutor | None = None,
 ) -> RunSummary:
     """Run ``agent_spec`` on every task of ``tasks_path`` (default: the project's tasks of ``setting``).
 
@@ -519,7 +543,8 @@ def run(
     An episode that raises is recorded in ``failed`` (with ``error.txt`` in its folder) and redone by the next
     run. An episode whose client failed (``stop_reason == "client_error"``: endpoint down, rate limit...) still
     delivers its model and is finished, as BrickBench counts it; ``retry_errors=True`` moves such tasks aside
-    and runs them again. ``on_task(task_id, status)`` is called as each task ends.
+    and runs them again. ``on_task(task_id, status)`` is called as each task ends. ``executor`` runs the
+    episodes elsewhere (:class:`EpisodeExecutor`, e.g. on a Ray cluster) instead of ``jobs`` local workers.
 
     ``tasks`` (task dicts, e.g. the project suite's: ``id``, ``prompt``, ``questions`` and optionally ``setting``,
     ``inputs`` and ``images``) replaces the task file; ``tasks_path`` then only names them in the summary.
@@ -573,6 +598,7 @@ def run(
             else {},
             client=json.loads(json.dumps(client_info, default=str)),
             sampling=(sampling.to_json() if sampling is not None else Sampling().to_json()),
+            executor=dict(executor.info) if executor is not None else {"kind": "local", "jobs": jobs},
         )
         meta = {
             "agent": agent,
@@ -620,7 +646,9 @@ def run(
                 on_task(task_id, status)
 
         try:
-            if jobs == 1 or len(todo) <= 1:
+            if executor is not None:
+                executor(todo, agent_spec, root, cfg, sampling, record)
+            elif jobs == 1 or len(todo) <= 1:
                 for task in todo:
                     record(task, _episode(task, agent_spec, str(task_folder(root, task["id"])), cfg, sampling))
             else:
@@ -655,7 +683,7 @@ def _run_pool(
     cfg: Any,
     sampling: Any,
     jobs: int,
-    record: Callable[[dict[str, Any], dict[str, Any]], None],
+    record: Record,
 ) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed

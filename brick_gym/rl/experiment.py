@@ -460,7 +460,10 @@ def run_experiment(
         overall = bar.add_task("runs", total=len(jobs))
         for kind, job in jobs:
             if summary_only:
-                name, seed = (f"{job[0]}-{job[1]}", job[2]) if kind == "baseline" else (row_name(job[0], job[2]), job[1])
+                if kind == "baseline":
+                    name, seed = f"{job[0]}-{job[1]}", job[2]
+                else:
+                    name, seed = row_name(job[0], job[2]), job[1]
                 finished = _finished(out_path, name, seed)
                 if finished is not None:
                     results.append(finished)

@@ -9,6 +9,7 @@ importable on every node (the same version), since the env runners build the env
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -44,11 +45,11 @@ from ray.rllib.utils.metrics import (  # noqa: E402
 from brick_gym.rl.rllib.module import MaskedBrickModule  # noqa: E402
 
 __all__ = [
+    "MASKED_ENV",
     "RLlibPolicyAgent",
     "RewardTermsMetrics",
     "evaluate_module",
     "load_module",
-    "MASKED_ENV",
     "make_masked_env",
     "ppo_config",
     "train_rllib",
@@ -194,7 +195,7 @@ class RLlibPolicyAgent:
             probs = np.exp(z) / np.exp(z).sum()
             return stop_or_build(probs, mask)
         bounds = np.cumsum((0, *sizes))
-        return np.array([int(np.argmax(logits[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+        return np.array([int(np.argmax(logits[a:b])) for a, b in itertools.pairwise(bounds)])
 
 
 def evaluate_module(
@@ -289,4 +290,3 @@ def train_rllib(
     }
     atomic_write_json(out / "result.json", result)
     return result
-
