@@ -113,3 +113,64 @@ def loopback() -> Callable[[Reply], Any]:
 def completion() -> Callable[..., dict[str, Any]]:
     """``completion(calls, turn, text="")`` -- a chat-completions response with tool calls [(name, raw args)]."""
     return _completion
+
+
+def _episode_clock_freezer():
+    """A function that makes every episode's wall clock read 0 (transcript ``t``, ``seconds``), so that two runs of
+    the same tasks are byte-comparable. Made here as a closure so that Ray pickles it by value (a worker setup
+    hook: worker processes cannot import the test modules)."""
+
+    def freeze() -> None:
+        import time
+        import types
+
+        import brick_gym.llm.adapter as adapter
+
+        names = {name: getattr(time, name) for name in dir(time) if not name.startswith("_")}
+        frozen = types.SimpleNamespace(**names)
+        frozen.perf_counter = lambda: 0.0
+        adapter.time = frozen
+
+    return freeze
+
+
+@pytest.fixture(scope="session")
+def episode_clock_freezer():
+    """The function that freezes the episode clock (call it inside ``pytest.MonkeyPatch.context()`` after
+    ``setattr(adapter, "time", adapter.time)`` to restore it; or pass it to a Ray cluster as the setup hook)."""
+    return _episode_clock_freezer()
+
+
+@pytest.fixture(scope="session")
+def start_ray_cluster():
+    """``start_ray_cluster(...)``: a context manager running a real two-node Ray cluster on this machine (a head
+    and a second node, each with its own CPUs and a small object store), this process connected to it as the
+    driver; yields ``(cluster, head_node, second_node)``. Everything is stopped on exit. ``setup_hook`` runs in
+    every worker process of the connection (e.g. ``episode_clock_freezer``); ``fast_failure_detection``
+    makes the head notice a dead node within a second or two."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def start(head_cpus: int = 1, node_cpus: int = 1, setup_hook=None, fast_failure_detection: bool = False):
+        ray = pytest.importorskip("ray")
+        from ray.cluster_utils import Cluster
+
+        if ray.is_initialized():
+            ray.shutdown()
+        system = {"health_check_period_ms": 500, "health_check_failure_threshold": 2} if fast_failure_detection else {}
+        small = {"object_store_memory": 80_000_000}
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": head_cpus, "include_dashboard": False, "_system_config": system, **small},
+        )
+        try:
+            second = cluster.add_node(num_cpus=node_cpus, **small)
+            cluster.wait_for_nodes()
+            env = {"worker_process_setup_hook": setup_hook} if setup_hook is not None else None
+            ray.init(address=cluster.address, runtime_env=env, log_to_driver=False)
+            yield cluster, cluster.head_node, second
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+
+    return start
