@@ -115,30 +115,52 @@ def completion() -> Callable[..., dict[str, Any]]:
     return _completion
 
 
+CLOCKED = ("brick_gym.llm.adapter", "brick_gym.core.validity", "brick_gym.core.stability")
+"""Modules that write wall-clock durations into an episode's files (transcript ``t``, report timings)."""
+
+
 def _episode_clock_freezer():
-    """A function that makes every episode's wall clock read 0 (transcript ``t``, ``seconds``), so that two runs of
-    the same tasks are byte-comparable. Made here as a closure so that Ray pickles it by value (a worker setup
-    hook: worker processes cannot import the test modules)."""
+    """A function that makes the wall clock of every module in :data:`CLOCKED` read 0, so that two runs of the same
+    tasks are byte-comparable. Made as a closure so that Ray pickles it by value (a worker setup hook: worker
+    processes cannot import the test modules)."""
+    names = CLOCKED
 
     def freeze() -> None:
+        import importlib
         import time
         import types
 
-        import brick_gym.llm.adapter as adapter
-
-        names = {name: getattr(time, name) for name in dir(time) if not name.startswith("_")}
-        frozen = types.SimpleNamespace(**names)
+        frozen = types.SimpleNamespace(**{n: getattr(time, n) for n in dir(time) if not n.startswith("_")})
         frozen.perf_counter = lambda: 0.0
-        adapter.time = frozen
+        for name in names:
+            importlib.import_module(name).time = frozen
 
     return freeze
 
 
+class EpisodeClock:
+    """``hook``: freezes the episode clock where it runs (pass it to a Ray cluster as the worker setup hook);
+    ``here()``: a context manager freezing it in this process and restoring it after."""
+
+    def __init__(self) -> None:
+        self.hook = _episode_clock_freezer()
+
+    @contextmanager
+    def here(self) -> Iterator[None]:
+        import importlib
+
+        with pytest.MonkeyPatch.context() as mp:
+            for name in CLOCKED:
+                module = importlib.import_module(name)
+                mp.setattr(module, "time", module.time)
+            self.hook()
+            yield
+
+
 @pytest.fixture(scope="session")
-def episode_clock_freezer():
-    """The function that freezes the episode clock (call it inside ``pytest.MonkeyPatch.context()`` after
-    ``setattr(adapter, "time", adapter.time)`` to restore it; or pass it to a Ray cluster as the setup hook)."""
-    return _episode_clock_freezer()
+def episode_clock() -> EpisodeClock:
+    """The frozen episode clock (:class:`EpisodeClock`)."""
+    return EpisodeClock()
 
 
 @pytest.fixture(scope="session")
@@ -146,11 +168,10 @@ def start_ray_cluster():
     """``start_ray_cluster(...)``: a context manager running a real two-node Ray cluster on this machine (a head
     and a second node, each with its own CPUs and a small object store), this process connected to it as the
     driver; yields ``(cluster, head_node, second_node)``. Everything is stopped on exit. ``setup_hook`` runs in
-    every worker process of the connection (e.g. ``episode_clock_freezer``); ``fast_failure_detection``
+    every worker process of the connection (e.g. ``episode_clock.hook``); ``fast_failure_detection``
     makes the head notice a dead node within a second or two."""
-    import contextlib
 
-    @contextlib.contextmanager
+    @contextmanager
     def start(head_cpus: int = 1, node_cpus: int = 1, setup_hook=None, fast_failure_detection: bool = False):
         ray = pytest.importorskip("ray")
         from ray.cluster_utils import Cluster

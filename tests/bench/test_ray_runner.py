@@ -19,14 +19,14 @@ pytest.importorskip("ray")
 
 from brick_gym.bench.cli import main as bench_main
 from brick_gym.bench.ray_runner import RayExecutor, write_returned_files
-from brick_gym.bench.runner import DONE_FILE, read_marker, run
+from brick_gym.bench.runner import DONE_FILE, default_tasks, read_marker, run
 from brick_gym.bench.scoring import score
 from brick_gym.judges.backends import OpenAIChatJudge, ScriptedJudge, yes_or_first
-from brick_gym.judges.cache import CachedJudge
 from brick_gym.judges.ray_judge import RayJudge
 from brick_gym.judges.server import serve_openai_compatible
 
 TASKS = 4
+MODEL_TASKS = default_tasks("model")
 RUN_ONLY = ("wall_seconds", "finished_at", "ran_on")
 """Marker entries that say how and where one run went (the rest is the episode's)."""
 
@@ -51,23 +51,19 @@ def episode_part(marker: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def local_run(tmp_path_factory: pytest.TempPathFactory, episode_clock_freezer):
-    import brick_gym.llm.adapter as adapter
-
+def local_run(tmp_path_factory: pytest.TempPathFactory, episode_clock):
     out = tmp_path_factory.mktemp("local")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(adapter, "time", adapter.time)
-        episode_clock_freezer()
+    with episode_clock.here():
         summary = run(None, "model", "heuristic", out, limit=TASKS, config=_config(), progress=False)
     assert summary.complete and not summary.failed
     return out / "heuristic"
 
 
 @pytest.fixture(scope="module")
-def cluster(start_ray_cluster, episode_clock_freezer):
+def cluster(start_ray_cluster, episode_clock):
     import ray
 
-    with start_ray_cluster(head_cpus=1, node_cpus=1, setup_hook=episode_clock_freezer) as (c, head, second):
+    with start_ray_cluster(head_cpus=1, node_cpus=1, setup_hook=episode_clock.hook) as (c, head, second):
         yield c, {n["NodeID"] for n in ray.nodes() if n["Alive"]}
 
 
@@ -162,6 +158,14 @@ def _systems(local_run: Path, tmp_path: Path) -> list[Path]:
     return dirs
 
 
+def judge_here(url: str) -> OpenAIChatJudge:
+    return OpenAIChatJudge(url, model="scripted-judge")
+
+
+def _keys(cache: Path) -> set[str]:
+    return {json.loads(line)["key"] for line in cache.read_text().splitlines()}
+
+
 def test_score_through_ray_tasks_matches_local_scoring_and_shares_the_cache(local_run, cluster, tmp_path):
     systems = _systems(local_run, tmp_path)
     backend = ScriptedJudge(yes_or_first, model="scripted-judge")
@@ -169,20 +173,20 @@ def test_score_through_ray_tasks_matches_local_scoring_and_shares_the_cache(loca
     spec = f"openai:scripted-judge@{url}"
     try:
         kw = {"setting": "model", "boot": 20, "image_size": 32}
-        local = score(systems, None, OpenAIChatJudge(url, model="scripted-judge"), tmp_path / "local", **kw)
-        asked_locally = len(backend.requests)
+        local_cache, ray_cache = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+        local = score(systems, MODEL_TASKS, judge_here(url), tmp_path / "local", cache=local_cache, **kw)
+        asked = len(backend.requests)
         judge = RayJudge(spec, batch_size=3)
-        cache = tmp_path / "cache.jsonl"
-        remote = score(systems, None, judge, tmp_path / "ray", cache=cache, **kw)
-        assert len(backend.requests) == 2 * asked_locally and judge.tasks >= 2
+        remote = score(systems, MODEL_TASKS, judge, tmp_path / "ray", cache=ray_cache, **kw)
+        assert len(backend.requests) == 2 * asked and judge.tasks >= 2
         for name in ("scores.json", "vqa.jsonl", "align.jsonl", "design.jsonl"):
             assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
         assert remote.systems["alpha"].elo == local.systems["alpha"].elo and local.elo is not None
-        # the cache has the keys a local judge of the same spec uses: re-scoring either way asks nothing
-        assert len(CachedJudge(OpenAIChatJudge(url, model="scripted-judge"), cache)) == asked_locally
-        score(systems, None, RayJudge(spec), tmp_path / "again", cache=cache, **kw)
-        score(systems, None, OpenAIChatJudge(url, model="scripted-judge"), tmp_path / "again2", cache=cache, **kw)
-        assert len(backend.requests) == 2 * asked_locally
+        # the same cache keys either way: re-scoring through Ray from the local cache (and back) asks nothing
+        assert _keys(local_cache) == _keys(ray_cache) and len(_keys(ray_cache)) == asked
+        score(systems, MODEL_TASKS, RayJudge(spec), tmp_path / "again", cache=local_cache, **kw)
+        score(systems, MODEL_TASKS, judge_here(url), tmp_path / "again2", cache=ray_cache, **kw)
+        assert len(backend.requests) == 2 * asked
     finally:
         server.stop()
 

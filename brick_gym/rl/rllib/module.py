@@ -15,7 +15,6 @@ concatenated as the logits are) action spaces are both handled.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import gymnasium as gym
@@ -28,6 +27,7 @@ from brick_gym.rl.policies import dict_features_extractor, soften_pointer_heads
 torch = require("torch", "the RLlib module")
 require("ray.rllib", "the RLlib module")
 from ray.rllib.core.columns import Columns  # noqa: E402
+from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical, TorchMultiCategorical  # noqa: E402
 from ray.rllib.core.rl_module.apis.inference_only_api import InferenceOnlyAPI  # noqa: E402
 from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI  # noqa: E402
 from ray.rllib.core.rl_module.torch import TorchRLModule  # noqa: E402
@@ -83,6 +83,12 @@ class MaskedBrickModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
                 "(wrap the env in brick_gym.envs.wrappers.ActionMaskObservation)"
             )
         self.n_logits = logit_count(self.action_space)
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            self.action_sizes: tuple[int, ...] = (self.n_logits,)
+            self.action_dist_cls = TorchCategorical
+        else:
+            self.action_sizes = tuple(int(n) for n in self.action_space.nvec)
+            self.action_dist_cls = TorchMultiCategorical.get_partial_dist_cls(input_lens=list(self.action_sizes))
         if space[ACTION_MASK].shape != (self.n_logits,):
             raise ValueError(f"{ACTION_MASK} has shape {space[ACTION_MASK].shape}, the action needs ({self.n_logits},)")
         self.encoder = dict_features_extractor()(space, hidden)
@@ -115,9 +121,3 @@ class MaskedBrickModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         if embeddings is None:
             embeddings = self.encoder(batch[Columns.OBS])
         return self.vf(embeddings).squeeze(-1)
-
-    @functools.cached_property
-    def action_sizes(self) -> tuple[int, ...]:
-        """Logits per action dimension (one entry for ``Discrete``)."""
-        space = self.action_space
-        return (int(space.n),) if isinstance(space, gym.spaces.Discrete) else tuple(int(n) for n in space.nvec)
