@@ -149,6 +149,8 @@ class RayExecutor:
     ) -> None:
         if not todo:
             return
+        for stale in root.glob(f"{_PROBE}*"):  # left by a driver that was killed
+            stale.unlink(missing_ok=True)
         token = secrets.token_hex(16)
         probe = root / f"{_PROBE}{token}"
         if self.files != "driver":

@@ -179,3 +179,4 @@ def test_killing_the_driver_then_resuming_on_the_cluster(local_run, start_ray_cl
         assert tree(agent / task_id) == files and (agent / task_id / DONE_FILE).stat().st_mtime_ns == mtime
     assert_same_episodes(local_run, agent, summary.tasks)
     assert {read_marker(agent / t)["ran_on"]["node_id"] for t in summary.tasks} <= {head.node_id, second.node_id}
+    assert not list(agent.glob(".ray-probe-*"))  # the killed driver's probe file is gone

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ABLATION = ROOT / "experiments" / "reward_ablation.toml"
 BUILDER = ROOT / "experiments" / "learned_builder.toml"
 BUILDER_MEDIUM = ROOT / "experiments" / "learned_builder_medium.toml"
+BUILDER_RLLIB = ROOT / "experiments" / "learned_builder_rllib.toml"
 STANDARD_TERMS = (
     "valid_placement",
     "new_joints",
@@ -46,7 +47,7 @@ VARIANTS = ("validity_only", "vlm_terms")
 # ----- the experiment files -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", [ABLATION, BUILDER, BUILDER_MEDIUM], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [ABLATION, BUILDER, BUILDER_MEDIUM, BUILDER_RLLIB], ids=lambda p: p.stem)
 @pytest.mark.parametrize("size", ["smoke", "full"])
 def test_config_files_load(path: Path, size: str) -> None:
     config = load_config(path, size)

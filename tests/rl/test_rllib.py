@@ -154,3 +154,22 @@ def test_a_tiny_rllib_ppo_run_trains_saves_and_evaluates(tmp_path: Path) -> None
 
     again = evaluate_module(load_module(tmp_path / "run" / "module"), config.env_id, config.eval_kwargs, 2, 10_000)
     assert again == result["eval"]
+
+
+def test_rllib_ppo_trains_in_the_driver_without_env_runners(tmp_path: Path) -> None:
+    """The fast variant of the run above: one iteration, sampling in the driver (``env_runners = 0``)."""
+    config = TrainConfig(
+        env_kwargs=SMALL,
+        eval_kwargs={"split": "test", **SMALL},
+        total_timesteps=32,
+        n_envs=1,
+        n_steps=32,
+        batch_size=32,
+        eval_episodes=1,
+        out_dir=str(tmp_path / "run"),
+    )
+    result = train_rllib(config, RLlibConfig(env_runners=0, num_epochs=1))
+    assert result["timesteps"] >= 32 and result["iterations"] == 1 and result["eval"]["episodes"] == 1
+    assert (tmp_path / "run" / "module").is_dir() and len(
+        (tmp_path / "run" / "iterations.jsonl").read_text().splitlines()
+    ) == 1
