@@ -182,7 +182,7 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int, backend: str
     trainer = _train_sb3 if backend == "sb3" else _train_rllib
     try:
         with _deterministic_torch(cfg.train.torch_threads):
-            trained = trainer(ctx, train_config, run_dir, wb, record_curve, update, overhead)
+            trained = trainer(ctx, train_config, _Run(run_dir, wb, record_curve, update, overhead))
     except BaseException:
         wb.finish(exit_code=1)
         raise
@@ -218,23 +218,24 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int, backend: str
     return result
 
 
-_Curve = Callable[[Any, int], None]
+@dataclass
+class _Run:
+    """What a trainer needs from the run around it: its folder, its wandb run, the curve evaluation (an agent and
+    the timesteps), the progress bar and the seconds spent outside training (curves, logging)."""
+
+    run_dir: Path
+    wb: WandbRun
+    record_curve: Callable[[Any, int], None]
+    update: Callable[[int], None]
+    overhead: list[float]
 
 
-def _train_sb3(
-    ctx: _Context,
-    train_config: TrainConfig,
-    run_dir: Path,
-    wb: WandbRun,
-    record_curve: _Curve,
-    update: Callable[[int], None],
-    overhead: list[float],
-) -> dict[str, Any]:
+def _train_sb3(ctx: _Context, train_config: TrainConfig, run: _Run) -> dict[str, Any]:
     """MaskablePPO: episodes logged through SB3 callbacks; ``steps_per_second`` excludes curves and logging."""
     from brick_gym.rl.train import PolicyAgent, train
 
     term_totals: dict[str, float] = {}
-    episodes_path = run_dir / "episodes.jsonl"
+    episodes_path = run.run_dir / "episodes.jsonl"
     n_episodes = [0]
 
     def on_episode(step: int, ep: dict[str, Any]) -> None:
@@ -251,18 +252,18 @@ def _train_sb3(
         if ep["valid"] is not None:
             row["train/valid"] = float(ep["valid"])
         row.update({f"train/reward_terms/{k}": v for k, v in ep["reward_terms"].items()})
-        wb.log(row)
-        overhead[0] += time.perf_counter() - t
+        run.wb.log(row)
+        run.overhead[0] += time.perf_counter() - t
 
     terms_cb = RewardTermsCallback(on_episode)
-    curve_cb = curve_callback(lambda model, step: record_curve(PolicyAgent(model), step), ctx.config.eval.every)
-    trained = train(train_config, callbacks=[terms_cb, curve_cb, progress_callback(update)])
+    curve_cb = curve_callback(lambda model, step: run.record_curve(PolicyAgent(model), step), ctx.config.eval.every)
+    trained = train(train_config, callbacks=[terms_cb, curve_cb, progress_callback(run.update)])
     timesteps = int(terms_cb.num_timesteps)
     seconds = float(trained["train_seconds"])
-    checkpoints = sorted(str(p.relative_to(run_dir)) for p in (run_dir / "train").glob("checkpoints/*.zip"))
+    checkpoints = sorted(str(p.relative_to(run.run_dir)) for p in (run.run_dir / "train").glob("checkpoints/*.zip"))
     return {
         "eval": trained["eval"],
-        "steps_per_second": round(timesteps / max(seconds - overhead[0], 1e-9), 1),
+        "steps_per_second": round(timesteps / max(seconds - run.overhead[0], 1e-9), 1),
         "train_episodes": n_episodes[0],
         "train_reward_terms_mean": {k: v / max(1, n_episodes[0]) for k, v in term_totals.items()},
         "timesteps": timesteps,
@@ -272,15 +273,7 @@ def _train_sb3(
     }
 
 
-def _train_rllib(
-    ctx: _Context,
-    train_config: TrainConfig,
-    run_dir: Path,
-    wb: WandbRun,
-    record_curve: _Curve,
-    update: Callable[[int], None],
-    overhead: list[float],
-) -> dict[str, Any]:
+def _train_rllib(ctx: _Context, train_config: TrainConfig, run: _Run) -> dict[str, Any]:
     """RLlib PPO with masks (:func:`brick_gym.rl.rllib.train.train_rllib`): iterations logged as they end; its
     ``train_seconds`` already exclude curves, logging and the cluster's start-up."""
     from brick_gym.rl.rllib.train import RLlibPolicyAgent, train_rllib
@@ -291,17 +284,17 @@ def _train_rllib(
             if row.get(key) is not None:
                 log[f"train/{key}"] = row[key]
         log.update({f"train/reward_terms/{k}": v for k, v in row["reward_terms"].items()})
-        wb.log(log)
-        update(row["timesteps"])
+        run.wb.log(log)
+        run.update(row["timesteps"])
 
     trained = train_rllib(
         train_config,
         ctx.config.rllib,
         evaluate_every=ctx.config.eval.every,
-        on_curve=lambda module, step: record_curve(RLlibPolicyAgent(module), step),
+        on_curve=lambda module, step: run.record_curve(RLlibPolicyAgent(module), step),
         on_iteration=on_iteration,
     )
-    last = _read_last_iteration(run_dir / "train" / "iterations.jsonl")
+    last = _read_last_iteration(run.run_dir / "train" / "iterations.jsonl")
     return {
         "eval": trained["eval"],
         "steps_per_second": trained["steps_per_second"],

@@ -28,7 +28,6 @@ from brick_gym.bench.runner import DONE_FILE, read_marker, run
 pytestmark = pytest.mark.slow
 
 TASKS = 6
-CLOCKED = ("brick_gym.llm.adapter", "brick_gym.core.validity", "brick_gym.core.stability")  # as conftest's
 RUN_ONLY = ("wall_seconds", "finished_at", "ran_on")
 
 
@@ -125,25 +124,12 @@ def test_killing_a_worker_node_mid_run_loses_nothing(local_run, start_ray_cluste
 
 _DRIVER = textwrap.dedent(
     """
-    import sys, time, types
+    import sys
     import ray
+    from ray import cloudpickle
 
-    CLOCKED = sys.argv[2].split(",")  # captured with the hook (pickled by value: it lives in __main__)
-
-    def hook():
-        import importlib, time, types
-        import brick_gym.llm.adapter as adapter
-        frozen = types.SimpleNamespace(**{n: getattr(time, n) for n in dir(time) if not n.startswith("_")})
-        frozen.perf_counter = lambda: 0.0
-        for name in CLOCKED:
-            importlib.import_module(name).time = frozen
-        real = adapter.run_episode
-        def slow(task, client, out_dir, config):
-            result = real(task, client, out_dir, config)
-            time.sleep(2.0)
-            return result
-        adapter.run_episode = slow
-
+    with open(sys.argv[2], "rb") as f:
+        hook = cloudpickle.load(f)  # the test's setup hook (pickled by value)
     ray.init(address=sys.argv[1], runtime_env={"worker_process_setup_hook": hook}, log_to_driver=False)
     from brick_gym.bench.cli import main
     sys.exit(main(sys.argv[3:]))
@@ -152,16 +138,20 @@ _DRIVER = textwrap.dedent(
 
 
 def test_killing_the_driver_then_resuming_on_the_cluster(local_run, start_ray_cluster, episode_clock, tmp_path):
+    from ray import cloudpickle
+
     driver = tmp_path / "driver.py"
     driver.write_text(_DRIVER)
     out = tmp_path / "out"
     hook = _lingering(episode_clock.hook)
+    (tmp_path / "hook.pkl").write_bytes(cloudpickle.dumps(hook))
     with start_ray_cluster(setup_hook=hook) as (cluster, head, second):
         argv = ["run", "--setting", "model", "--agent", "heuristic", "--out", str(out), "--limit", str(TASKS)]
         argv += ["--no-render", "--no-progress", "--ray", cluster.address]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        clocked = ",".join(CLOCKED)
-        proc = subprocess.Popen([sys.executable, str(driver), cluster.address, clocked, *argv], env=env)
+        proc = subprocess.Popen(
+            [sys.executable, str(driver), cluster.address, str(tmp_path / "hook.pkl"), *argv], env=env
+        )
         agent = out / "heuristic"
         try:
             _wait_for_marker(agent, 240, lambda: proc.poll() is None)

@@ -122,18 +122,23 @@ def test_env_runner_modules_carry_no_value_head_and_the_shapes_are_checked() -> 
         ).build()
 
 
-@pytest.mark.slow
-def test_a_tiny_rllib_ppo_run_trains_saves_and_evaluates(tmp_path: Path) -> None:
-    config = TrainConfig(
+def tiny_config(tmp_path: Path, timesteps: int, envs: int, eval_episodes: int) -> TrainConfig:
+    """Rollouts of 32 steps per env, minibatches of 32, on 6-step episodes."""
+    return TrainConfig(
         env_kwargs=SMALL,
         eval_kwargs={"split": "test", **SMALL},
-        total_timesteps=128,
-        n_envs=2,
+        total_timesteps=timesteps,
+        n_envs=envs,
         n_steps=32,
         batch_size=32,
-        eval_episodes=2,
+        eval_episodes=eval_episodes,
         out_dir=str(tmp_path / "run"),
     )
+
+
+@pytest.mark.slow
+def test_a_tiny_rllib_ppo_run_trains_saves_and_evaluates(tmp_path: Path) -> None:
+    config = tiny_config(tmp_path, timesteps=128, envs=2, eval_episodes=2)
     curve: list[int] = []
     rows: list[dict] = []
     result = train_rllib(
@@ -158,16 +163,7 @@ def test_a_tiny_rllib_ppo_run_trains_saves_and_evaluates(tmp_path: Path) -> None
 
 def test_rllib_ppo_trains_in_the_driver_without_env_runners(tmp_path: Path) -> None:
     """The fast variant of the run above: one iteration, sampling in the driver (``env_runners = 0``)."""
-    config = TrainConfig(
-        env_kwargs=SMALL,
-        eval_kwargs={"split": "test", **SMALL},
-        total_timesteps=32,
-        n_envs=1,
-        n_steps=32,
-        batch_size=32,
-        eval_episodes=1,
-        out_dir=str(tmp_path / "run"),
-    )
+    config = tiny_config(tmp_path, timesteps=32, envs=1, eval_episodes=1)
     result = train_rllib(config, RLlibConfig(env_runners=0, num_epochs=1))
     assert result["timesteps"] >= 32 and result["iterations"] == 1 and result["eval"]["episodes"] == 1
     assert (tmp_path / "run" / "module").is_dir() and len(
