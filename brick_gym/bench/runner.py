@@ -28,7 +28,8 @@ second runner on the same ``out_dir``/agent refuses, naming the first one's pid 
 Only the runner process writes markers. Workers (``jobs > 1``; spawned, each building its own clients from the
 agent spec) only run episodes; on Linux they are tied to the runner with ``PR_SET_PDEATHSIG`` so that a
 killed runner leaves no episode running in the background to write into a folder the next run moves aside.
-``jobs=1`` runs episodes in the runner process itself.
+``jobs=1`` runs episodes in the runner process itself. An :class:`EpisodeExecutor` runs them elsewhere instead
+(:class:`brick_gym.bench.ray_runner.RayExecutor`: Ray tasks on a cluster); markers are still written here only.
 """
 
 from __future__ import annotations
