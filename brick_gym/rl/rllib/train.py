@@ -114,6 +114,7 @@ def ppo_config(config: TrainConfig, rllib: RLlibConfig) -> PPOConfig:
             num_envs_per_env_runner=rllib.envs_per_env_runner,
             num_cpus_per_env_runner=rllib.cpus_per_env_runner,
             rollout_fragment_length=fragment,
+            sample_timeout_s=None,  # wait for every rollout: RLlib's 60 s default drops slower ones, samples and all
         )
         .learners(num_learners=0)
         .training(
