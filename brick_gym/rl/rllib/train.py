@@ -233,8 +233,8 @@ def train_rllib(
 ) -> dict[str, Any]:
     """Train RLlib PPO with masks until ``config.total_timesteps`` env steps are sampled (whole iterations, so a
     few more), then evaluate on ``config.eval_kwargs`` (``eval_episodes`` episodes from reset seed 10,000, as
-    :func:`brick_gym.rl.train.train`). Writes ``<out_dir>/module`` (the module, :func:`load_module`),
-    ``<out_dir>/iterations.jsonl`` and ``<out_dir>/result.json``; returns the result.
+    :func:`brick_gym.rl.train.train`). Writes ``<out_dir>/iterations.jsonl`` (a line per iteration, as it ends),
+    ``<out_dir>/module`` (the module, :func:`load_module`) and ``<out_dir>/result.json``; returns the result.
 
     ``on_curve(module, timesteps)`` is called at the start, every ``evaluate_every`` timesteps and at the end
     (with the driver's copy of the current module); ``on_iteration(row)`` after every iteration. Neither counts
@@ -247,6 +247,8 @@ def train_rllib(
         torch.set_num_threads(int(config.torch_threads))
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    log_path = out / "iterations.jsonl"
+    log_path.unlink(missing_ok=True)
     local_cpus = max(1, math.ceil(rllib.env_runners * rllib.cpus_per_env_runner))
     with connect(rllib.address, needed_by="RLlib training", num_cpus=local_cpus):
         algo = ppo_config(config, rllib).build_algo()
@@ -268,6 +270,8 @@ def train_rllib(
                 row = {"iteration": len(iterations) + 1, **_row(result), "train_seconds": round(seconds, 3)}
                 timesteps = row["timesteps"]
                 iterations.append(row)
+                with log_path.open("a", encoding="utf-8") as log:  # as it happens: a long run can be followed
+                    log.write(json.dumps(row, default=json_default) + "\n")
                 if on_iteration is not None:
                     on_iteration(row)
             module = driver_module(algo, config.env_id, config.env_kwargs)
@@ -276,8 +280,6 @@ def train_rllib(
     if on_curve is not None and curve_at != timesteps:
         on_curve(module, timesteps)
     module.save_to_path(str((out / "module").resolve()))
-    lines = "".join(json.dumps(r, default=json_default) + "\n" for r in iterations)
-    (out / "iterations.jsonl").write_text(lines, encoding="utf-8")
     result = {
         "backend": "rllib",
         "config": asdict(config),
