@@ -34,7 +34,7 @@ RUN_ONLY = ("wall_seconds", "finished_at", "ran_on")
 def _config():
     from brick_gym.llm.adapter import EpisodeConfig
 
-    return EpisodeConfig(render=False)
+    return EpisodeConfig(render=False, toolset="bulk")
 
 
 def tree(folder: Path) -> dict[str, bytes]:
@@ -147,7 +147,7 @@ def test_killing_the_driver_then_resuming_on_the_cluster(local_run, start_ray_cl
     (tmp_path / "hook.pkl").write_bytes(cloudpickle.dumps(hook))
     with start_ray_cluster(setup_hook=hook) as (cluster, head, second):
         argv = ["run", "--setting", "model", "--agent", "heuristic", "--out", str(out), "--limit", str(TASKS)]
-        argv += ["--no-render", "--no-progress", "--ray", cluster.address]
+        argv += ["--no-render", "--toolset", "bulk", "--no-progress", "--ray", cluster.address]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         proc = subprocess.Popen(
             [sys.executable, str(driver), cluster.address, str(tmp_path / "hook.pkl"), *argv], env=env

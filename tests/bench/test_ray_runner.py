@@ -32,9 +32,10 @@ RUN_ONLY = ("wall_seconds", "finished_at", "ran_on")
 
 
 def _config():
+    """Rendered, small views; the bulk tools (the heuristic's program tool would start a sandbox per episode)."""
     from brick_gym.llm.adapter import EpisodeConfig
 
-    return EpisodeConfig(render=True, view_size=32)
+    return EpisodeConfig(render=True, views=2, view_size=32, toolset="bulk")
 
 
 def tree(folder: Path) -> dict[str, bytes]:
@@ -113,7 +114,8 @@ def test_cli_run_on_the_cluster_finishes_what_a_local_run_left(local_run, cluste
     (agent / "model-002").mkdir()  # an unfinished local attempt
     (agent / "model-002" / "model.mpd").write_text("0 half a model\n")
     argv = ["run", "--setting", "model", "--agent", "heuristic", "--out", str(tmp_path), "--limit", "2"]
-    code = bench_main([*argv, "--no-progress", "--no-render", "--ray", "auto", "--ray-files", "driver"])
+    argv += ["--toolset", "bulk", "--no-progress", "--no-render"]
+    code = bench_main([*argv, "--ray", "auto", "--ray-files", "driver"])
     assert code == 0, capsys.readouterr().err
     assert "model-002: unfinished folder from an earlier run moved to model-002.partial-1" in capsys.readouterr().out
     assert tree(agent / "model-001") == tree(local_run / "model-001")

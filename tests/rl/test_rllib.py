@@ -60,7 +60,7 @@ def _random_mask(rng: np.random.Generator, sizes: tuple[int, ...]) -> np.ndarray
     return np.concatenate(parts)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(min_value=0, max_value=2**63 - 1), kind=st.sampled_from(sorted(IDS)), steps=st.integers(0, 5))
 def test_the_module_never_chooses_a_masked_action(modules, seed: int, kind: str, steps: int) -> None:
     module, env = modules[kind]
