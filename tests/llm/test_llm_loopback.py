@@ -188,7 +188,8 @@ def test_bench_run_flags_reach_the_server_and_the_records(tmp_path: Path, loopba
     # bad flag values are refused before anything runs
     capsys.readouterr()
     assert bench_main([*argv, "--temperature", "5"]) == 2 and "temperature must be" in capsys.readouterr().err
-    assert bench_main([*argv, "--context-tokens", "0"]) == 2 and "context_tokens" in capsys.readouterr().err
+    assert bench_main([*argv, "--context-tokens", "0"]) == 2
+    assert "--context-tokens: must be a whole number >= 1" in capsys.readouterr().err
 
 
 def test_token_budget_bites_without_server_usage(tmp_path: Path, loopback, completion) -> None:
