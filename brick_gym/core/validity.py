@@ -313,22 +313,25 @@ def joint_findings(
 ) -> tuple[list[Issue], list[Issue]]:
     """BrickAgent's joint rule: (``join`` issues for authored connections that are missing or inexact, ``near_miss``
     warnings for inexact joints nobody authored)."""
-    found = {Connection(j.a, j.a_conn, j.b, j.b_conn): j for j in joints}
-    named = set(authored)
+    found = {(j.a, j.a_conn, j.b, j.b_conn): j for j in joints}  # plain tuples: a Connection hashes and compares alike
     issues, warnings = [], []
     for c in authored:
-        a, b = pieces[c.a], pieces[c.b]
         joint = found.get(c)
+        if joint is not None and joint.exact:
+            continue
+        a, b = pieces[c.a], pieces[c.b]
         where = f"authored connection {a.ref(c.a_conn)} of {a.describe()} to {b.ref(c.b_conn)} of {b.describe()}"
         if joint is None:
             issues.append(Issue("join", (c.a, c.b), f"{where} is not a joint: {_offset(a, c.a_conn, b, c.b_conn)}"))
-        elif not joint.exact:
+        else:
             issues.append(
                 Issue("join", (c.a, c.b), f"{where} is not an exact fit: {_offset(a, c.a_conn, b, c.b_conn)} off")
             )
-    for c, joint in found.items():
-        if joint.exact or c in named:
+    named = set(authored)
+    for key, joint in found.items():
+        if joint.exact or key in named:
             continue
+        c = Connection(*key)
         a, b = pieces[c.a], pieces[c.b]
         warnings.append(
             Issue(
