@@ -270,10 +270,10 @@ def _registered_figures(quick: bool, attach_us: float | None) -> dict[str, Any]:
             resets.append(time.perf_counter() - t)
         row: dict[str, Any] = {"reset_ms": round(statistics.median(resets[1:] or resets) * 1e3, 2)}
         budget = env.unwrapped.config.max_pieces
-        windows: dict[int, list[float]] = {m: [] for m in marks if m + 10 <= budget}
+        windows: dict[int, list[float]] = {m: [] for m in marks if m - 10 < budget}  # pieces m-10 .. m+9
         episode_steps: list[float] = []
         env.reset(seed=0)
-        limit = 60 if quick else (max(windows) + 20 if windows else 400)
+        limit = 60 if quick else (4 * (max(windows) + 20) if windows else 400)  # room for refused actions
         for _ in range(limit):
             n = len(env.unwrapped.assembly)
             t = time.perf_counter()
@@ -292,6 +292,8 @@ def _registered_figures(quick: bool, attach_us: float | None) -> dict[str, Any]:
         for m, times in windows.items():
             if times:
                 row[f"steps_per_s_at_{m}"] = round(1.0 / statistics.median(times), 1)
+                if attach_us:
+                    row[f"step_over_attach_at_{m}"] = round(statistics.median(times) * 1e6 / attach_us, 1)
         if not windows:
             row["steps_per_s_episodes"] = round(1.0 / statistics.median(episode_steps), 1)
         if attach_us:
