@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from brick_gym.bench.runner import default_tasks, load_bench_tasks, normalise_setting, resolve_inventory
+from brick_gym.core.fileio import read_json
 from brick_gym.core.paths import check_safe_id, safe_join
 from brick_gym.envs.fidelity_targets import ALL_KINDS, FidelityTask, generate_suite
 from brick_gym.llm.adapter import BenchTask, EpisodeConfig, EpisodeTools
@@ -153,6 +153,6 @@ def deliverables(folder: str | os.PathLike[str]) -> dict[str, Any]:
     sheet = root / "views" / "contact_sheet.png"
     return {
         "model_mpd": (root / "model.mpd").read_bytes().decode("utf-8"),
-        "verification": json.loads((root / "verification.json").read_text(encoding="utf-8")),
+        "verification": read_json(root / "verification.json"),
         "contact_sheet": image_data_url(sheet) if sheet.is_file() else None,
     }
