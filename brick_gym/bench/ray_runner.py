@@ -30,11 +30,12 @@ import secrets
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from brick_gym.bench.runner import Record, _episode, _move_aside, read_marker
 from brick_gym.cluster import connect, node_info
+from brick_gym.core.paths import UnsafePath, safe_join
 
 __all__ = ["FILE_MODES", "RayExecutor", "write_returned_files"]
 
@@ -85,10 +86,10 @@ def write_returned_files(task_dir: Path, files: dict[str, bytes]) -> None:
     first, renamed into place, so the folder appears whole. A path that would leave the folder is refused."""
     staging = task_dir.with_name(f".incoming-{task_dir.name}-{secrets.token_hex(6)}")
     for rel, data in files.items():
-        parts = PurePosixPath(rel).parts
-        if not parts or PurePosixPath(rel).is_absolute() or any(p in ("", ".", "..") for p in parts):
-            raise ValueError(f"refusing to write returned file {rel!r} outside {task_dir}")
-        target = staging.joinpath(*parts)
+        try:
+            target = safe_join(staging, rel)
+        except UnsafePath:
+            raise ValueError(f"refusing to write returned file {rel!r} outside {task_dir}") from None
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     staging.mkdir(parents=True, exist_ok=True)  # an episode that wrote nothing still gets its folder

@@ -59,15 +59,15 @@ def check_safe_id(value: object, what: str) -> str:
 
 
 def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
-    """``root / parts...`` after checking that it stays under ``root``: every part is a relative path without
-    ``..``, NUL or an absolute start, and the joined path, with symlinks resolved, lies inside the resolved root.
-    Raises :class:`UnsafePath` naming the part at fault."""
+    """``root / parts...`` after checking that it stays under ``root``: every part is a relative path that names
+    something (not empty, not ``.``) without ``..``, NUL or an absolute start, and the joined path, with symlinks
+    resolved, lies inside the resolved root. Raises :class:`UnsafePath` naming the part at fault."""
     base = Path(root)
     path = base
     for part in parts:
         text = os.fspath(part)
-        if not text or "\x00" in text or os.path.isabs(text) or ".." in Path(text).parts:
-            raise UnsafePath(f"{text!r} is not a relative path inside {base} (empty, absolute, '..' or NUL)")
+        if "\x00" in text or os.path.isabs(text) or not Path(text).parts or ".." in Path(text).parts:
+            raise UnsafePath(f"{text!r} is not a relative path inside {base} (empty, '.', absolute, '..' or NUL)")
         path = path / text
     real_root = base.resolve()
     real = path.resolve()
