@@ -18,6 +18,7 @@ import numpy as np
 
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.builder import Builder
+from brick_gym.core.paths import safe_id_problem
 from brick_gym.core.voxels import VoxelGrid, voxelize
 
 __all__ = [
@@ -52,7 +53,7 @@ def reference_ids() -> list[str]:
 def reference_file(project_id: str) -> Path:
     """The reference ``build.py`` of a project; :class:`ReferenceUnavailable` when it has none."""
     path = PROJECTS_DIR / str(project_id) / REFERENCE_FILE
-    if "/" in str(project_id) or str(project_id).startswith(".") or not path.is_file():
+    if safe_id_problem(project_id) is not None or not path.is_file():
         raise ReferenceUnavailable(f"project {project_id!r} has no reference ({', '.join(reference_ids())} have one)")
     return path
 
