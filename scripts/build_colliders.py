@@ -209,6 +209,7 @@ def build(parts: dict[str, list[str]], work: Path) -> None:
 
     lock = _lock(work)
     signal.signal(signal.SIGTERM, _stop)
+    seed_from_archive(work, parts)
     todo = [s for s in parts if _finished_threshold(work, s) != threshold_for(s)]
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as bar:
         task = bar.add_task("decomposing", total=len(parts), completed=len(parts) - len(todo))
@@ -230,6 +231,24 @@ def build(parts: dict[str, list[str]], work: Path) -> None:
             atomic_write_json(work / f"{colliders.member_name(stem)}.json", record)
             bar.advance(task)
     lock.close()
+
+
+def seed_from_archive(work: Path, parts: dict[str, list[str]], archive: Path = ARCHIVE) -> list[str]:
+    """Copy into ``work`` every asked-for part the shipped archive holds at today's threshold and ``work`` lacks, so
+    a build on a fresh clone resumes from the package data instead of redoing what already ships."""
+    if not archive.is_file():
+        return []
+    seeded = []
+    with zipfile.ZipFile(archive) as zf:
+        shipped = json.loads(zf.read("manifest.json"))["parts"]
+        for stem, info in shipped.items():
+            member = colliders.member_name(stem)
+            if stem not in parts or info["threshold"] != threshold_for(stem) or (work / f"{member}.json").is_file():
+                continue
+            (work / member).write_bytes(zf.read(member))
+            atomic_write_json(work / f"{member}.json", info)
+            seeded.append(stem)
+    return seeded
 
 
 def _finished_threshold(work: Path, stem: str) -> float | None:

@@ -229,3 +229,18 @@ def test_pack_ships_parts_at_todays_threshold_and_leaves_out_stale_and_failed_on
     assert list(manifest["parts"]) == ["3005"]
     assert manifest["left_out"]["3024"] == "CoACD stopped" and "not rebuilt yet" in manifest["left_out"]["3001"]
     assert script.pack(work, tmp_path / "colliders.zip").read_bytes() == again  # reproducible bytes
+
+
+def test_a_build_resumes_from_the_shipped_archive_without_redoing_its_parts(tmp_path) -> None:
+    script = _build_script()
+    shipped = json.loads(__import__("zipfile").ZipFile(script.ARCHIVE).read("manifest.json"))["parts"]
+    current = [s for s, info in shipped.items() if info["threshold"] == script.threshold_for(s)]
+    work = tmp_path / "work"
+    work.mkdir()
+    asked = {stem: ["asked for"] for stem in [*current[:2], "3005-not-shipped"]}
+    (work / f"{colliders.member_name(current[1])}.json").write_text(json.dumps({"threshold": 0.5}))  # kept as it is
+    assert script.seed_from_archive(work, asked) == [current[0]]
+    assert colliders.decode((work / colliders.member_name(current[0])).read_bytes())
+    assert script._finished_threshold(work, current[0]) == script.threshold_for(current[0])
+    assert script._finished_threshold(work, current[1]) == 0.5
+    assert script.seed_from_archive(work, asked) == []  # nothing twice
