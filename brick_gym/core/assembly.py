@@ -35,7 +35,7 @@ from brick_gym.core.occupancy import (
     range_of_bounds,
     studs_reach,
 )
-from brick_gym.core.poses import MAX_COORDINATE_LDU
+from brick_gym.core.poses import MAX_COORDINATE_LDU, is_rotation
 from brick_gym.core.rules import Rules
 
 REASONS = (
@@ -683,7 +683,7 @@ class Assembly:
 
     def _grid_joints(self, piece: Piece) -> list[jx.Candidate]:
         """Joint candidates from the connector grid (BrickNet's pairing rules within reach)."""
-        pairs = self._conn_grid.candidates(piece.id, piece.part, piece.points, piece.axes)
+        pairs = self._conn_grid.candidates(piece.id, piece.part, piece.points, piece.axes, self._links.get)
         if not pairs.a:
             return []
         return jx.score_candidates(ChainMap({piece.id: piece}, self.pieces), pairs)
@@ -771,7 +771,7 @@ class Assembly:
         if pid in self._unindexed:
             self._unindexed.discard(pid)
         else:
-            self._conn_grid.remove(pid, piece.part, piece.points)
+            self._conn_grid.remove(pid, piece.part, piece.points, piece.axes)
         removed: list[Joint] = []
         for c in piece.part.connectors:
             for other, j in self._links.pop((pid, c.index), {}).items():
@@ -856,9 +856,8 @@ def _bad_pose(pose: np.ndarray) -> str | None:
         return f"must be a 4x4 matrix, got shape {pose.shape}"
     if not np.all(np.isfinite(pose)):
         return "contains NaN or infinity"
-    if not np.allclose(pose[3], [0, 0, 0, 1]):
+    if pose[3].tolist() != [0.0, 0.0, 0.0, 1.0] and not np.allclose(pose[3], [0, 0, 0, 1]):
         return "must have a last row of 0 0 0 1"
-    r = pose[:3, :3]
-    if not np.allclose(r.T @ r, np.eye(3), atol=1e-6) or np.linalg.det(r) < 0:
+    if not is_rotation(pose[:3, :3]):
         return "must be a rotation (orthonormal, no mirroring) plus a translation"
     return None

@@ -18,7 +18,7 @@ import numpy as np
 
 from brick_gym.core.assembly import Assembly, Joint, Outcome, Placement
 from brick_gym.core.mirror import NoMirror, mirror_image, mirrored_pose, reflection
-from brick_gym.core.poses import PLATE, STUD, rotation, translation
+from brick_gym.core.poses import PLATE, STUD, is_rotation, rotation, translation
 from brick_gym.core.queries import BadSelection, measure, select
 
 __all__ = [
@@ -87,8 +87,7 @@ def _proper(transform: np.ndarray) -> str | None:
     m = np.asarray(transform, dtype=np.float64)
     if m.shape != (4, 4) or not np.all(np.isfinite(m)) or not np.allclose(m[3], [0, 0, 0, 1]):
         return "a transform must be a finite 4x4 matrix with last row 0 0 0 1"
-    r = m[:3, :3]
-    if not np.allclose(r.T @ r, np.eye(3), atol=1e-6) or np.linalg.det(r) < 0:
+    if not is_rotation(m[:3, :3]):
         return "a transform must be a rotation plus a translation (use mirror_pieces to reflect)"
     return None
 

@@ -6,8 +6,11 @@ free fixed pairs are decided in numpy; axle pairs and oriented fixed pairs (rare
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
@@ -174,8 +177,11 @@ def _concat(parts: list[Pairs]) -> Pairs:
 
 class ConnectorGrid:
     """World connector rows of placed pieces in one table, found through a point grid (cell 24 LDU) and, for
-    axle-family connectors, a grid of their segment boxes. Buckets hold row numbers, so a lookup gathers the
-    candidate rows with one numpy index."""
+    axle-family connectors, a grid of their segment boxes.
+
+    Identical connectors (same type, position and axis: the copies of one part at one spot) share one grid entry,
+    its *representative*, so a pile of copies costs one lookup, not one per copy: a lookup tests each entry once and
+    expands to the entry's members only for pairs that form joints."""
 
     def __init__(self) -> None:
         self._table = np.zeros((256, 9))
@@ -184,11 +190,15 @@ class ConnectorGrid:
         self._slots: dict[int, list[int]] = {}
         self._cells: dict[tuple[int, int, int], list[int]] = {}
         self._axles = BoxGrid(GRID_CELL)
+        self._members: dict[int, list[int]] = {}
+        """Representative slot -> every slot with its geometry (itself first)."""
+        self._rep_of: dict[bytes, int] = {}
+        """Geometry key (position, axis, type) -> representative slot."""
 
     def __getstate__(self) -> dict:
         """Type codes are numbered per process in order of first use, so a pickle names the connector types in
         the table instead (another process numbers them its own way when it loads the grid)."""
-        state = {k: v for k, v in self.__dict__.items() if k != "_last_rows"}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_last_rows", "_rep_of")}
         table = self._table.copy()
         codes = table[: self._size, 8].astype(np.int64)
         used = np.unique(codes)
@@ -204,6 +214,10 @@ class ConnectorGrid:
             codes = np.array([_code_of_key(tuple(k)) for k in keys], dtype=float)
             size = self._size
             self._table[:size, 8] = codes[self._table[:size, 8].astype(int)]
+        self._rep_of = {self._key(rep): rep for rep in self._members}
+
+    def _key(self, slot: int) -> bytes:
+        return self._table[slot, 2:9].tobytes()
 
     def _allocate(self, n: int) -> list[int]:
         take = [self._free.pop() for _ in range(min(n, len(self._free)))]
@@ -224,27 +238,47 @@ class ConnectorGrid:
         if not slots:
             return
         self._table[slots] = self._rows_of(piece, arr, points, axes)
-        cells = np.floor(points / GRID_CELL).astype(np.int64).tolist()
-        for i, (slot, cell) in enumerate(zip(slots, cells, strict=True)):
-            if arr.axle[i]:
-                self._axles.add(slot, *axle_box(points[i], axes[i], arr.lengths[i]))
-            else:
-                self._cells.setdefault(tuple(cell), []).append(slot)
+        for i, slot in enumerate(slots):
+            rep = self._rep_of.setdefault(self._key(slot), slot)
+            if rep != slot:
+                self._members[rep].append(slot)
+                continue
+            self._members[slot] = [slot]
+            self._enter(slot, arr, i, points, axes)
 
-    def remove(self, piece: int, part: Part, points: np.ndarray) -> None:
-        """Drop every connector of a piece."""
+    def _enter(self, slot: int, arr: PartArrays, i: int, points: np.ndarray, axes: np.ndarray) -> None:
+        """Put a representative into the point grid or, for an axle-family connector, the box grid."""
+        if arr.axle[i]:
+            self._axles.add(slot, *axle_box(points[i], axes[i], arr.lengths[i]))
+        else:
+            self._cells.setdefault(_cell_of(points[i]), []).append(slot)
+
+    def remove(self, piece: int, part: Part, points: np.ndarray, axes: np.ndarray) -> None:
+        """Drop every connector of a piece; where it represented copies, the next copy takes its place."""
         arr = part_arrays(part)
         slots = self._slots.pop(piece)
-        cells = np.floor(points / GRID_CELL).astype(np.int64).tolist()
-        for i, (slot, cell) in enumerate(zip(slots, cells, strict=True)):
+        for i, slot in enumerate(slots):
+            key = self._key(slot)
+            rep = self._rep_of[key]
+            members = self._members[rep]
+            members.remove(slot)
+            if slot != rep:
+                continue
+            del self._members[rep]
             if arr.axle[i]:
-                self._axles.remove(slot)
+                self._axles.remove(rep)
             else:
-                key = tuple(cell)
-                bucket = self._cells[key]
-                bucket.remove(slot)
+                cell = _cell_of(points[i])
+                bucket = self._cells[cell]
+                bucket.remove(rep)
                 if not bucket:
-                    del self._cells[key]
+                    del self._cells[cell]
+            if members:
+                self._rep_of[key] = members[0]
+                self._members[members[0]] = members
+                self._enter(members[0], arr, i, points, axes)
+            else:
+                del self._rep_of[key]
         self._free.extend(slots)
 
     def _rows_of(self, piece: int, arr: PartArrays, points: np.ndarray, axes: np.ndarray) -> np.ndarray:
@@ -256,8 +290,17 @@ class ConnectorGrid:
         self._last_rows = (piece, points, rows)
         return rows
 
-    def candidates(self, piece: int, part: Part, points: np.ndarray, axes: np.ndarray) -> Pairs:
-        """Pairs of this piece's connectors with indexed connectors within reach."""
+    def candidates(
+        self,
+        piece: int,
+        part: Part,
+        points: np.ndarray,
+        axes: np.ndarray,
+        linked: Callable[[tuple[int, int]], object] | None = None,
+    ) -> Pairs:
+        """Pairs of this piece's connectors with indexed connectors within reach that may form joints (the
+        vectorised rule already applied). ``linked(key)`` is true for connectors joined already: an exclusive
+        connector's copies that are linked are left out, and of the others only as many as can be chosen."""
         arr = part_arrays(part)
         if not len(points):
             return _EMPTY
@@ -272,28 +315,83 @@ class ConnectorGrid:
             get = self._cells.get
             hits = [s for c in set(map(tuple, corners.tolist())) for s in get(c, ())]
             if hits:
-                out.append(_close_pairs(rows[plain], self._table[hits]))
+                mine = rows[plain]
+                theirs = self._table[hits]
+                found = joinable(mine, theirs, close_pairs(mine[:, 2:5], theirs[:, 2:5]))
+                out.append(self._expanded(mine, hits, *found, linked))
         for i in np.flatnonzero(arr.axle).tolist():
             hits = self._axles.query(*axle_box(points[i], axes[i], arr.lengths[i]))
             if hits:
-                out.append(_all_pairs(rows[i : i + 1], self._table[hits]))
+                mine = rows[i : i + 1]
+                found = joinable(mine, self._table[hits], every_pair(1, len(hits)))
+                out.append(self._expanded(mine, hits, *found, linked))
         return _concat(out)
 
+    def _expanded(
+        self,
+        mine: np.ndarray,
+        reps: list[int],
+        ii: np.ndarray,
+        jj: np.ndarray,
+        fam: np.ndarray,
+        linked: Callable[[tuple[int, int]], object] | None,
+    ) -> Pairs:
+        """Pairs of ``mine[ii]`` with every member of the representatives ``reps[jj]``. Of an exclusive pair's
+        members, linked ones are dropped and, of the rest, only the smallest keys that this lookup's rows could take
+        (one per row of ``mine`` pairing with that entry) are kept: the greedy selection would choose no other."""
+        if not len(ii):
+            return _EMPTY
+        wanted = Counter(jj.tolist())
+        a_rows: list[int] = []
+        b_slots: list[int] = []
+        table = self._table
+        for i, j, f in zip(ii.tolist(), jj.tolist(), fam.tolist(), strict=True):
+            group = self._members[reps[j]]
+            if len(group) > 1 and f != AXLE and linked is not None:
+                keys = [(int(table[s, 0]), int(table[s, 1]), s) for s in group]
+                group = [s for *key, s in heapq.nsmallest(wanted[j], (k for k in keys if not linked(k[:2])))]
+            a_rows.extend([i] * len(group))
+            b_slots.extend(group)
+        return _make_pairs(mine[a_rows], table[b_slots])
 
-def _close_pairs(mine: np.ndarray, theirs: np.ndarray) -> Pairs:
-    """Pairs of rows within reach of each other."""
-    d = mine[:, None, 2:5] - theirs[None, :, 2:5]
-    ii, jj = np.nonzero(np.einsum("ijk,ijk->ij", d, d) <= REACH * REACH + 1e-9)
-    return _make_pairs(mine[ii], theirs[jj]) if len(ii) else _EMPTY
+
+def _cell_of(point: np.ndarray) -> tuple[int, int, int]:
+    """The point-grid cell holding a connector position."""
+    x, y, z = np.floor(point / GRID_CELL).astype(np.int64).tolist()
+    return (x, y, z)
 
 
-def _all_pairs(mine: np.ndarray, theirs: np.ndarray) -> Pairs:
-    """Every row of ``mine`` with every row of ``theirs``."""
-    ii, jj = np.divmod(np.arange(len(mine) * len(theirs)), len(theirs))
-    return _make_pairs(mine[ii], theirs[jj])
+def close_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i, j) of positions ``a[i]``, ``b[j]`` within reach of each other."""
+    d = a[:, None, :] - b[None, :, :]
+    return np.nonzero(np.einsum("ijk,ijk->ij", d, d) <= REACH * REACH + 1e-9)
+
+
+def every_pair(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i, j) of every i < n with every j < m."""
+    return np.divmod(np.arange(n * m), m)
+
+
+def joinable(
+    mine: np.ndarray, theirs: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The index pairs (and their family codes) of rows (piece, connector, position, axis, type) that may form
+    joints: types that mate, on two pieces, geometry within the vectorised rule; axle and oriented fixed pairs are
+    kept for the scalar rule. Filtering in numpy first keeps per-pair Python work to real candidates, however
+    crowded the connectors around them are."""
+    ii, jj = pairs
+    if not len(ii):
+        return ii, jj, np.zeros(0, int)
+    a, b = mine[ii], theirs[jj]
+    fam = family_matrix(a[:, 8].astype(np.int64), b[:, 8].astype(np.int64))
+    res = pair_residuals(fam, a[:, 2:5], a[:, 5:8], b[:, 2:5], b[:, 5:8])
+    keep = (fam != NONE) & (a[:, 0] != b[:, 0]) & (~np.isnan(res) | (fam == AXLE) | (fam == FIXED_ORIENTED))
+    return ii[keep], jj[keep], fam[keep]
 
 
 def _make_pairs(a: np.ndarray, b: np.ndarray) -> Pairs:
+    if not len(a):
+        return _EMPTY
     ka = a[:, :2].astype(np.int64).tolist()
     kb = b[:, :2].astype(np.int64).tolist()
     return Pairs(
@@ -378,8 +476,8 @@ def scratch_candidates(pieces: dict) -> list[Candidate]:
     found = []
     if len(plain):
         uv = cKDTree(plain[:, 2:5]).query_pairs(REACH + 1e-9, output_type="ndarray")
-        uv = uv[plain[uv[:, 0], 0] != plain[uv[:, 1], 0]]
-        found += score_candidates(pieces, _make_pairs(plain[uv[:, 0]], plain[uv[:, 1]]))
+        ii, jj, _ = joinable(plain, plain, (uv[:, 0], uv[:, 1]))
+        found += score_candidates(pieces, _make_pairs(plain[ii], plain[jj]))
     axles = table[axle]
     lengths = [float(part_arrays(pieces[int(r[0])].part).lengths[int(r[1])]) for r in axles]
     grid = BoxGrid(GRID_CELL)
@@ -389,5 +487,7 @@ def scratch_candidates(pieces: dict) -> list[Candidate]:
     for k, box in enumerate(boxes):
         hits = [h for h in grid.query(*box) if h > k and axles[h, 0] != axles[k, 0]]
         if hits:
-            found += score_candidates(pieces, _all_pairs(axles[k : k + 1], axles[hits]))
+            theirs = axles[hits]
+            ii, jj, _ = joinable(axles[k : k + 1], theirs, every_pair(1, len(hits)))
+            found += score_candidates(pieces, _make_pairs(axles[k : k + 1][ii], theirs[jj]))
     return found

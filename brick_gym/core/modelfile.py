@@ -24,6 +24,7 @@ from brick_gym.core.catalog import UnknownPart, catalog
 from brick_gym.core.colours import UnknownColour, colour
 from brick_gym.core.fileio import atomic_write_text
 from brick_gym.core.ldraw import MAX_PARTS, LDrawError, LDrawMeta, LDrawModel, read_ldraw_file, write_ldr, write_mpd
+from brick_gym.core.poses import is_rotation
 from brick_gym.core.rules import Rules
 
 CONNECT = "CONNECT"
@@ -183,9 +184,9 @@ def load(path: str | os.PathLike[str], rules: Rules | None = None, *, strict: bo
 
 def _snap_rotation(pose: np.ndarray) -> np.ndarray | None:
     r = pose[:3, :3]
-    if np.allclose(r.T @ r, np.eye(3), atol=1e-12) and np.linalg.det(r) > 0:
+    if is_rotation(r, atol=1e-12):
         return pose
-    if not np.allclose(r.T @ r, np.eye(3), atol=ORTHONORMAL_SLACK) or np.linalg.det(r) < 0:
+    if not is_rotation(r, atol=ORTHONORMAL_SLACK):
         return None
     u, _, vt = np.linalg.svd(r)
     out = pose.copy()

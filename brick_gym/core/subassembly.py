@@ -39,6 +39,7 @@ from brick_gym.core.ldraw import (
     write_mpd_files,
 )
 from brick_gym.core.modelfile import LoadedModel, connect_lines, from_model, to_ldraw
+from brick_gym.core.poses import is_rotation
 from brick_gym.core.queries import BadSelection, select
 from brick_gym.core.rules import Rules
 
@@ -373,7 +374,7 @@ def define(
     if origin is not None:
         o = _frozen(origin, "origin")
         r = o[:3, :3]
-        if not np.allclose(r.T @ r, np.eye(3), atol=1e-9) or np.linalg.det(r) < 0:
+        if not is_rotation(r, atol=1e-9):
             raise ValueError("origin must be a rotation plus a translation")
         inv = np.eye(4)
         inv[:3, :3] = r.T
@@ -444,8 +445,7 @@ def place_submodel(assembly: Assembly, structure: Structure, submodel: Submodel,
         world = _frozen(pose)
     except ValueError as exc:
         return _refuse("bad_pose", f"submodel {submodel.name!r}: {exc}")
-    r = world[:3, :3]
-    if not np.allclose(r.T @ r, np.eye(3), atol=1e-6) or np.linalg.det(r) < 0:
+    if not is_rotation(world[:3, :3]):
         return _refuse("bad_pose", f"submodel {submodel.name!r}: the pose must be a rotation plus a translation")
     sub = _register(structure, submodel)
     if isinstance(sub, Outcome):
