@@ -214,10 +214,8 @@ class ConnectorGrid:
             codes = np.array([_code_of_key(tuple(k)) for k in keys], dtype=float)
             size = self._size
             self._table[:size, 8] = codes[self._table[:size, 8].astype(int)]
-        self._rep_of = {self._key(rep): rep for rep in self._members}
-
-    def _key(self, slot: int) -> bytes:
-        return self._table[slot, 2:9].tobytes()
+        reps = list(self._members)
+        self._rep_of = dict(zip(_keys(self._table[reps]), reps, strict=True))
 
     def _allocate(self, n: int) -> list[int]:
         take = [self._free.pop() for _ in range(min(n, len(self._free)))]
@@ -237,28 +235,32 @@ class ConnectorGrid:
         self._slots[piece] = slots
         if not slots:
             return
-        self._table[slots] = self._rows_of(piece, arr, points, axes)
-        for i, slot in enumerate(slots):
-            rep = self._rep_of.setdefault(self._key(slot), slot)
+        rows = self._rows_of(piece, arr, points, axes)
+        self._table[slots] = rows
+        cells = _cells_of(points)
+        for i, (slot, key) in enumerate(zip(slots, _keys(rows), strict=True)):
+            rep = self._rep_of.setdefault(key, slot)
             if rep != slot:
                 self._members[rep].append(slot)
                 continue
             self._members[slot] = [slot]
-            self._enter(slot, arr, i, points, axes)
+            self._enter(slot, arr, i, points, axes, cells[i])
 
-    def _enter(self, slot: int, arr: PartArrays, i: int, points: np.ndarray, axes: np.ndarray) -> None:
+    def _enter(
+        self, slot: int, arr: PartArrays, i: int, points: np.ndarray, axes: np.ndarray, cell: tuple[int, int, int]
+    ) -> None:
         """Put a representative into the point grid or, for an axle-family connector, the box grid."""
         if arr.axle[i]:
             self._axles.add(slot, *axle_box(points[i], axes[i], arr.lengths[i]))
         else:
-            self._cells.setdefault(_cell_of(points[i]), []).append(slot)
+            self._cells.setdefault(cell, []).append(slot)
 
     def remove(self, piece: int, part: Part, points: np.ndarray, axes: np.ndarray) -> None:
         """Drop every connector of a piece; where it represented copies, the next copy takes its place."""
         arr = part_arrays(part)
         slots = self._slots.pop(piece)
-        for i, slot in enumerate(slots):
-            key = self._key(slot)
+        cells = _cells_of(points)
+        for i, (slot, key) in enumerate(zip(slots, _keys(self._table[slots]), strict=True)):
             rep = self._rep_of[key]
             members = self._members[rep]
             members.remove(slot)
@@ -268,15 +270,14 @@ class ConnectorGrid:
             if arr.axle[i]:
                 self._axles.remove(rep)
             else:
-                cell = _cell_of(points[i])
-                bucket = self._cells[cell]
+                bucket = self._cells[cells[i]]
                 bucket.remove(rep)
                 if not bucket:
-                    del self._cells[cell]
+                    del self._cells[cells[i]]
             if members:
                 self._rep_of[key] = members[0]
                 self._members[members[0]] = members
-                self._enter(members[0], arr, i, points, axes)
+                self._enter(members[0], arr, i, points, axes, cells[i])
             else:
                 del self._rep_of[key]
         self._free.extend(slots)
@@ -355,10 +356,14 @@ class ConnectorGrid:
         return _make_pairs(mine[a_rows], table[b_slots])
 
 
-def _cell_of(point: np.ndarray) -> tuple[int, int, int]:
-    """The point-grid cell holding a connector position."""
-    x, y, z = np.floor(point / GRID_CELL).astype(np.int64).tolist()
-    return (x, y, z)
+def _cells_of(points: np.ndarray) -> list[tuple[int, int, int]]:
+    """The point-grid cell of each connector position."""
+    return list(map(tuple, np.floor(points / GRID_CELL).astype(np.int64).tolist()))
+
+
+def _keys(rows: np.ndarray) -> list[bytes]:
+    """Geometry key of each row (position, axis, type): rows with equal keys are copies of one connector."""
+    return [row.tobytes() for row in np.ascontiguousarray(rows[:, 2:9])]
 
 
 def close_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

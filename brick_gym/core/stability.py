@@ -384,14 +384,38 @@ class _Fleet:
         return bool(resting.all() and (self.peaks[live] + REST_SPEED_LDU_S * remaining_s < threshold).all())
 
 
-def _quat(m: np.ndarray) -> list[float]:
-    """Quaternion (x, y, z, w) of a proper rotation matrix."""
-    return Rotation.from_matrix(m).as_quat().tolist()
+@dataclass(frozen=True)
+class _Frame:
+    """A component's mass frame: total volume, centre of mass, principal axes (a proper rotation), principal
+    moments of inertia, and the axes' orientation as Bullet's quaternion (x, y, z, w)."""
+
+    volume: float
+    com: np.ndarray
+    axes: np.ndarray
+    diagonal: np.ndarray
+    quaternion: list[float]
+
+
+def _frames(volume: np.ndarray, first: np.ndarray, second: np.ndarray) -> list[_Frame]:
+    """The mass frame of each component from its volume and first and second volume moments in the world; the
+    quaternions come from one batched conversion (one call per component cost more than the simulation)."""
+    made = []
+    for total, f, m2 in zip(volume.tolist(), first, second, strict=True):
+        com = f / total
+        central = (m2 - total * np.outer(com, com)) * DENSITY
+        diagonal, axes = np.linalg.eigh(np.trace(central) * np.eye(3) - central)
+        if np.linalg.det(axes) < 0:
+            axes[:, 0] = -axes[:, 0]
+        made.append((total, com, axes, np.maximum(diagonal, diagonal.max() * 1e-9)))
+    if not made:
+        return []
+    quats = Rotation.from_matrix(np.array([axes for _, _, axes, _ in made])).as_quat().tolist()
+    return [_Frame(*fields, quat) for fields, quat in zip(made, quats, strict=True)]
 
 
 def _build_body(
     client: int,
-    moments: tuple[float, np.ndarray, np.ndarray],
+    frame: _Frame,
     points: np.ndarray,
     parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
     colliders: str,
@@ -401,18 +425,10 @@ def _build_body(
     """One component as a multibody, laid out as BrickAgent does: the base is one compound of the convex pieces
     that may touch other components (meets them), its one link the hull of ``points`` (meets the ground).
 
-    ``moments`` are the component's volume and first and second volume moments in the world; ``parts`` the
-    (stem, rotation, position, neighbour boxes) of its parts near another component; the compound is loaded from
-    an OBJ written to ``obj_path``.
+    ``frame`` is the component's mass frame; ``parts`` the (stem, rotation, position, neighbour boxes) of its parts
+    near another component; the compound is loaded from an OBJ written to ``obj_path``.
     """
-    total, first, second = moments
-    com = first / total
-    central = (second - total * np.outer(com, com)) * DENSITY
-    diagonal, axes = np.linalg.eigh(np.trace(central) * np.eye(3) - central)
-    if np.linalg.det(axes) < 0:
-        axes[:, 0] = -axes[:, 0]
-    diagonal = np.maximum(diagonal, diagonal.max() * 1e-9)
-
+    com, axes, diagonal = frame.com, frame.axes, frame.diagonal
     local = (hull_points(points) - com) @ axes
     hull = p.createCollisionShape(p.GEOM_MESH, vertices=local.tolist(), physicsClientId=client)
     text = _contact_obj(parts, colliders, com, axes)
@@ -421,12 +437,12 @@ def _build_body(
         with open(obj_path, "w", encoding="utf-8") as handle:
             handle.write(text)
         compound = p.createCollisionShape(p.GEOM_MESH, fileName=obj_path, physicsClientId=client)
-    mass = total * DENSITY
+    mass = frame.volume * DENSITY
     uid = p.createMultiBody(
         baseMass=mass,
         baseCollisionShapeIndex=compound,
         basePosition=com.tolist(),
-        baseOrientation=_quat(axes),
+        baseOrientation=frame.quaternion,
         linkMasses=[0.0],
         linkCollisionShapeIndices=[hull],
         linkVisualShapeIndices=[-1],
@@ -565,11 +581,9 @@ def drop_test(
         for i, boxes in regions.items():
             members[labels[i]].append((stems[i], rot[i], pos[i], boxes))
         bodies = []
-        for j in range(len(groups)):
-            component = (float(moments[0][j]), moments[1][j], moments[2][j])
+        for j, frame in enumerate(_frames(*moments)):
             obj = os.path.join(folder.name, f"component{j}.obj")
-            body = _build_body(client, component, np.concatenate(points[j]), members[j], colliders, obj, friction)
-            bodies.append(body)
+            bodies.append(_build_body(client, frame, np.concatenate(points[j]), members[j], colliders, obj, friction))
         fleet = _Fleet(client, bodies)
         for done in range(1, steps + 1):
             p.stepSimulation(physicsClientId=client)
