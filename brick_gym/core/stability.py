@@ -413,6 +413,47 @@ def _frames(volume: np.ndarray, first: np.ndarray, second: np.ndarray) -> list[_
     return [_Frame(*fields, quat) for fields, quat in zip(made, quats, strict=True)]
 
 
+@cache
+def _free_fall(rate_hz: int, steps: int, every: int, threshold: float) -> tuple[float, int]:
+    """(peak displacement, step of the verdict) of a body falling freely under the drop test's sampling: the
+    first sampled displacement over ``threshold`` and its step, else the last sample's. Measured once on a lone
+    body in a world of its own, as ``drop_test`` builds bodies; every freely falling body moves the same way."""
+    client = p.connect(p.DIRECT)
+    try:
+        _configure(client, rate_hz)
+        cube = np.array([[x, y, z] for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
+        moments = (np.array([8.0]), np.zeros((1, 3)), (8.0 / 3.0) * np.eye(3)[None])
+        body = _build_body(client, _frames(*moments)[0], cube, [], "hull", "", 0.0)
+        fleet = _Fleet(client, [body])
+        for done in range(1, steps + 1):
+            p.stepSimulation(physicsClientId=client)
+            if done % every and done != steps:
+                continue
+            fleet.sample(threshold, track_rest=False)
+            if not len(fleet.live):
+                break
+        return float(fleet.peaks[0]), done
+    finally:
+        p.disconnect(physicsClientId=client)
+
+
+def _configure(client: int, rate_hz: int) -> None:
+    """The drop test's engine settings and gravity (BrickAgent's)."""
+    p.setPhysicsEngineParameter(
+        fixedTimeStep=1.0 / rate_hz,
+        numSubSteps=1,
+        numSolverIterations=20,
+        deterministicOverlappingPairs=1,
+        useSplitImpulse=0,
+        contactSlop=0.01,
+        contactBreakingThreshold=0.005,
+        contactERP=0.5,
+        enableFileCaching=0,
+        physicsClientId=client,
+    )
+    p.setGravity(0.0, 0.0, -GRAVITY, physicsClientId=client)
+
+
 def _build_body(
     client: int,
     frame: _Frame,
@@ -554,23 +595,19 @@ def drop_test(
 
     steps = max(1, round(duration_s * rate_hz))
     every = max(1, round(rate_hz / SAMPLE_HZ))
+    # A component with no collider towards others (it can touch only the ground) that is too high to reach the
+    # ground before it fails falls freely: its verdict and peak are those of any freely falling body.
+    lowest = np.minimum.reduceat(lo[:, 2], starts)
+    touching = np.zeros(len(groups), dtype=bool)
+    touching[labels[list(regions)]] = True
+    falling = ~touching & (lowest > threshold_ldu + CONTACT_MARGIN_LDU)
+    free_peak, free_done = _free_fall(rate_hz, steps, every, threshold_ldu) if falling.any() else (0.0, 0)
+    simulated = np.flatnonzero(~falling)
     done = 0
     client = p.connect(p.DIRECT)
     folder = tempfile.TemporaryDirectory(prefix="brick-gym-drop-")  # Bullet loads compounds from OBJ files
     try:
-        p.setPhysicsEngineParameter(
-            fixedTimeStep=1.0 / rate_hz,
-            numSubSteps=1,
-            numSolverIterations=20,
-            deterministicOverlappingPairs=1,
-            useSplitImpulse=0,
-            contactSlop=0.01,
-            contactBreakingThreshold=0.005,
-            contactERP=0.5,
-            enableFileCaching=0,
-            physicsClientId=client,
-        )
-        p.setGravity(0.0, 0.0, -GRAVITY, physicsClientId=client)
+        _configure(client, rate_hz)
         plane = p.createCollisionShape(p.GEOM_PLANE, planeNormal=(0.0, 0.0, 1.0), physicsClientId=client)
         ground = p.createMultiBody(0.0, plane, useMaximalCoordinates=True, physicsClientId=client)
         p.changeDynamics(
@@ -581,23 +618,28 @@ def drop_test(
         for i, boxes in regions.items():
             members[labels[i]].append((stems[i], rot[i], pos[i], boxes))
         bodies = []
-        for j, frame in enumerate(_frames(*moments)):
+        frames = _frames(*(m[simulated] for m in moments))
+        for j, frame in zip(simulated.tolist(), frames, strict=True):
             obj = os.path.join(folder.name, f"component{j}.obj")
             bodies.append(_build_body(client, frame, np.concatenate(points[j]), members[j], colliders, obj, friction))
-        fleet = _Fleet(client, bodies)
-        for done in range(1, steps + 1):
+        fleet = _Fleet(client, bodies) if bodies else None
+        for done in range(1, steps + 1) if fleet else ():
             p.stepSimulation(physicsClientId=client)
             if done % every and done != steps:
                 continue
             fleet.sample(threshold_ldu, early_exit)
             if not len(fleet.live):  # every verdict is final: peaks only grow
                 break
-            if early_exit and fleet.settled((steps - done) / rate_hz, threshold_ldu):
+            # falling components stay live (and moving) until their verdict: no rest before it
+            if early_exit and done >= free_done and fleet.settled((steps - done) / rate_hz, threshold_ldu):
                 break
     finally:
         p.disconnect(physicsClientId=client)
         folder.cleanup()
-    peaks = fleet.peaks
+    done = max(done, free_done)
+    peaks = np.full(len(groups), free_peak)
+    if fleet is not None:
+        peaks[simulated] = fleet.peaks
     verdicts = tuple(
         ComponentVerdict(ids[j], float(peaks[j]), bool(peaks[j] <= threshold_ldu)) for j in range(len(groups))
     )
