@@ -191,15 +191,18 @@ def part_stem(target: str) -> str:
 
 
 def _is_singular(m: np.ndarray) -> bool:
-    """Whether a 3x3 matrix is (numerically) singular: |det| tiny against the product of its row norms."""
-    scale = float(np.max(np.abs(m)))
+    """Whether a 3x3 matrix is (numerically) singular: |det| tiny against the product of its row norms. In plain
+    floats (every part line of a file asks this)."""
+    rows = np.asarray(m, dtype=np.float64).tolist()
+    if not all(math.isfinite(v) for row in rows for v in row):
+        return True
+    scale = max(abs(v) for row in rows for v in row)
     if scale == 0.0:
         return True
-    with np.errstate(all="ignore"):
-        n = m / scale
-        det = abs(float(np.linalg.det(n)))
-        bound = float(np.prod(np.linalg.norm(n, axis=1)))
-    return not math.isfinite(det) or bound == 0.0 or det <= _SINGULAR_RTOL * bound
+    (a, b, c), (d, e, f), (g, h, i) = ([v / scale for v in row] for row in rows)
+    det = abs(a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g))
+    bound = math.hypot(a, b, c) * math.hypot(d, e, f) * math.hypot(g, h, i)
+    return bound == 0.0 or det <= _SINGULAR_RTOL * bound
 
 
 def _parse_colour(token: str, err: _ErrorAt) -> int:

@@ -595,13 +595,14 @@ def drop_test(
 
     steps = max(1, round(duration_s * rate_hz))
     every = max(1, round(rate_hz / SAMPLE_HZ))
-    # A component with no collider towards others (it can touch only the ground) that is too high to reach the
-    # ground before it fails falls freely: its verdict and peak are those of any freely falling body.
-    lowest = np.minimum.reduceat(lo[:, 2], starts)
+    # A component with no collider towards others (it can touch only the ground) and too high to reach the ground
+    # by its verdict's sample falls freely until then: its verdict and peak are those of any freely falling body.
     touching = np.zeros(len(groups), dtype=bool)
     touching[labels[list(regions)]] = True
-    falling = ~touching & (lowest > threshold_ldu + CONTACT_MARGIN_LDU)
+    falling = ~touching
     free_peak, free_done = _free_fall(rate_hz, steps, every, threshold_ldu) if falling.any() else (0.0, 0)
+    falling &= np.minimum.reduceat(lo[:, 2], starts) > free_peak + CONTACT_MARGIN_LDU
+    free_done = free_done if falling.any() else 0
     simulated = np.flatnonzero(~falling)
     done = 0
     client = p.connect(p.DIRECT)
