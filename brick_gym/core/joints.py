@@ -133,7 +133,8 @@ def family_name(code: int) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Pairs:
-    """Candidate connector pairs as arrays: keys of both ends, world positions, axes and type codes."""
+    """Candidate connector pairs as arrays: keys of both ends, world positions, axes and type codes, and each
+    pair's family and vectorised residual (NaN where the vectorised rule finds no joint)."""
 
     a: list[tuple[int, int]]
     b: list[tuple[int, int]]
@@ -143,6 +144,8 @@ class Pairs:
     pb: np.ndarray
     ub: np.ndarray
     cb: np.ndarray
+    fam: np.ndarray
+    res: np.ndarray
 
 
 def _rows(piece: int, arr: PartArrays, points: np.ndarray, axes: np.ndarray) -> np.ndarray:
@@ -158,7 +161,11 @@ def _rows(piece: int, arr: PartArrays, points: np.ndarray, axes: np.ndarray) -> 
 
 
 _EMPTY = Pairs(
-    [], [], np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int)
+    [],
+    [],
+    *(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int)) * 2,
+    np.zeros(0, int),
+    np.zeros(0),
 )
 
 
@@ -171,7 +178,7 @@ def _concat(parts: list[Pairs]) -> Pairs:
     return Pairs(
         [k for p in parts for k in p.a],
         [k for p in parts for k in p.b],
-        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("pa", "ua", "ca", "pb", "ub", "cb")),
+        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("pa", "ua", "ca", "pb", "ub", "cb", "fam", "res")),
     )
 
 
@@ -192,6 +199,8 @@ class ConnectorGrid:
         self._axles = BoxGrid(GRID_CELL)
         self._members: dict[int, list[int]] = {}
         """Representative slot -> every slot with its geometry (itself first)."""
+        self._member_keys: dict[int, list[tuple[int, int]]] = {}
+        """Representative slot -> the (piece, connector) of each of its members, in the same order."""
         self._rep_of: dict[bytes, int] = {}
         """Geometry key (position, axis, type) -> representative slot."""
 
@@ -242,8 +251,10 @@ class ConnectorGrid:
             rep = self._rep_of.setdefault(key, slot)
             if rep != slot:
                 self._members[rep].append(slot)
+                self._member_keys[rep].append((piece, i))
                 continue
             self._members[slot] = [slot]
+            self._member_keys[slot] = [(piece, i)]
             self._enter(slot, arr, i, points, axes, cells[i])
 
     def _enter(
@@ -262,11 +273,12 @@ class ConnectorGrid:
         cells = _cells_of(points)
         for i, (slot, key) in enumerate(zip(slots, _keys(self._table[slots]), strict=True)):
             rep = self._rep_of[key]
-            members = self._members[rep]
-            members.remove(slot)
+            members, keys = self._members[rep], self._member_keys[rep]
+            at = members.index(slot)
+            del members[at], keys[at]
             if slot != rep:
                 continue
-            del self._members[rep]
+            del self._members[rep], self._member_keys[rep]
             if arr.axle[i]:
                 self._axles.remove(rep)
             else:
@@ -276,7 +288,7 @@ class ConnectorGrid:
                     del self._cells[cells[i]]
             if members:
                 self._rep_of[key] = members[0]
-                self._members[members[0]] = members
+                self._members[members[0]], self._member_keys[members[0]] = members, keys
                 self._enter(members[0], arr, i, points, axes, cells[i])
             else:
                 del self._rep_of[key]
@@ -335,6 +347,7 @@ class ConnectorGrid:
         ii: np.ndarray,
         jj: np.ndarray,
         fam: np.ndarray,
+        res: np.ndarray,
         linked: Callable[[tuple[int, int]], object] | None,
     ) -> Pairs:
         """Pairs of ``mine[ii]`` with every member of the representatives ``reps[jj]``. Of an exclusive pair's
@@ -345,15 +358,17 @@ class ConnectorGrid:
         wanted = Counter(jj.tolist())
         a_rows: list[int] = []
         b_slots: list[int] = []
+        pair_of: list[int] = []
         table = self._table
-        for i, j, f in zip(ii.tolist(), jj.tolist(), fam.tolist(), strict=True):
+        for k, (i, j, f) in enumerate(zip(ii.tolist(), jj.tolist(), fam.tolist(), strict=True)):
             group = self._members[reps[j]]
             if len(group) > 1 and f != AXLE and linked is not None:
-                keys = [(int(table[s, 0]), int(table[s, 1]), s) for s in group]
-                group = [s for *key, s in heapq.nsmallest(wanted[j], (k for k in keys if not linked(k[:2])))]
+                free = [(k, s) for k, s in zip(self._member_keys[reps[j]], group, strict=True) if not linked(k)]
+                group = [s for _, s in heapq.nsmallest(wanted[j], free)]
             a_rows.extend([i] * len(group))
             b_slots.extend(group)
-        return _make_pairs(mine[a_rows], table[b_slots])
+            pair_of.extend([k] * len(group))
+        return _make_pairs(mine[a_rows], table[b_slots], fam[pair_of], res[pair_of])
 
 
 def _cells_of(points: np.ndarray) -> list[tuple[int, int, int]]:
@@ -379,24 +394,28 @@ def every_pair(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 def joinable(
     mine: np.ndarray, theirs: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The index pairs (and their family codes) of rows (piece, connector, position, axis, type) that may form
-    joints: types that mate, on two pieces, geometry within the vectorised rule; axle and oriented fixed pairs are
-    kept for the scalar rule. Filtering in numpy first keeps per-pair Python work to real candidates, however
-    crowded the connectors around them are."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The index pairs, with their family codes and vectorised residuals, of rows (piece, connector, position,
+    axis, type) that may form joints: types that mate, on two pieces, geometry within the vectorised rule; axle and
+    oriented fixed pairs are kept for the scalar rule. Filtering in numpy first keeps per-pair Python work to real
+    candidates, however crowded the connectors around them are."""
     ii, jj = pairs
     if not len(ii):
-        return ii, jj, np.zeros(0, int)
+        return ii, jj, np.zeros(0, int), np.zeros(0)
     a, b = mine[ii], theirs[jj]
     fam = family_matrix(a[:, 8].astype(np.int64), b[:, 8].astype(np.int64))
     res = pair_residuals(fam, a[:, 2:5], a[:, 5:8], b[:, 2:5], b[:, 5:8])
     keep = (fam != NONE) & (a[:, 0] != b[:, 0]) & (~np.isnan(res) | (fam == AXLE) | (fam == FIXED_ORIENTED))
-    return ii[keep], jj[keep], fam[keep]
+    return ii[keep], jj[keep], fam[keep], res[keep]
 
 
-def _make_pairs(a: np.ndarray, b: np.ndarray) -> Pairs:
+def _make_pairs(a: np.ndarray, b: np.ndarray, fam: np.ndarray | None = None, res: np.ndarray | None = None) -> Pairs:
+    """Pairs of rows ``a[k]``, ``b[k]``; their families and residuals computed here unless given."""
     if not len(a):
         return _EMPTY
+    if fam is None or res is None:
+        fam = family_matrix(a[:, 8].astype(np.int64), b[:, 8].astype(np.int64))
+        res = pair_residuals(fam, a[:, 2:5], a[:, 5:8], b[:, 2:5], b[:, 5:8])
     ka = a[:, :2].astype(np.int64).tolist()
     kb = b[:, :2].astype(np.int64).tolist()
     return Pairs(
@@ -408,6 +427,8 @@ def _make_pairs(a: np.ndarray, b: np.ndarray) -> Pairs:
         b[:, 2:5],
         b[:, 5:8],
         b[:, 8].astype(np.int64),
+        fam,
+        res,
     )
 
 
@@ -431,8 +452,7 @@ def score_candidates(pieces: dict, pairs: Pairs) -> list[Candidate]:
     """The candidate pairs that form joints, with their residuals (pieces: {id: Piece} for the scalar rules)."""
     if not pairs.a:
         return []
-    fam = family_matrix(pairs.ca, pairs.cb)
-    res = pair_residuals(fam, pairs.pa, pairs.ua, pairs.pb, pairs.ub)
+    fam, res = pairs.fam, pairs.res
     out = []
     for k in np.flatnonzero(fam != NONE).tolist():
         r = float(res[k])
@@ -481,8 +501,8 @@ def scratch_candidates(pieces: dict) -> list[Candidate]:
     found = []
     if len(plain):
         uv = cKDTree(plain[:, 2:5]).query_pairs(REACH + 1e-9, output_type="ndarray")
-        ii, jj, _ = joinable(plain, plain, (uv[:, 0], uv[:, 1]))
-        found += score_candidates(pieces, _make_pairs(plain[ii], plain[jj]))
+        ii, jj, fam, res = joinable(plain, plain, (uv[:, 0], uv[:, 1]))
+        found += score_candidates(pieces, _make_pairs(plain[ii], plain[jj], fam, res))
     axles = table[axle]
     lengths = [float(part_arrays(pieces[int(r[0])].part).lengths[int(r[1])]) for r in axles]
     grid = BoxGrid(GRID_CELL)
@@ -493,6 +513,6 @@ def scratch_candidates(pieces: dict) -> list[Candidate]:
         hits = [h for h in grid.query(*box) if h > k and axles[h, 0] != axles[k, 0]]
         if hits:
             theirs = axles[hits]
-            ii, jj, _ = joinable(axles[k : k + 1], theirs, every_pair(1, len(hits)))
-            found += score_candidates(pieces, _make_pairs(axles[k : k + 1][ii], theirs[jj]))
+            ii, jj, fam, res = joinable(axles[k : k + 1], theirs, every_pair(1, len(hits)))
+            found += score_candidates(pieces, _make_pairs(axles[k : k + 1][ii], theirs[jj], fam, res))
     return found

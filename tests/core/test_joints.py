@@ -136,7 +136,7 @@ def test_copies_at_one_spot_share_one_entry_and_hand_it_on_when_removed() -> Non
     assert _entries(clone._conn_grid) == _entries(grid)
     for pid in sorted(asm.pieces):
         asm.remove(pid)
-    assert _entries(grid) == 0 and not grid._members and not grid._rep_of
+    assert _entries(grid) == 0 and not grid._members and not grid._member_keys and not grid._rep_of
 
 
 def test_a_pile_on_a_pile_joins_each_upper_copy_to_its_own_lower_copy() -> None:
