@@ -343,6 +343,30 @@ class Assembly:
         """Place a part at a world pose (identity by default), checked like any placement."""
         return self.place(Placement(part, colour, pose=np.eye(4) if pose is None else pose))
 
+    def add_all(self, placed: Iterable[tuple[str | int | Part, int | str, np.ndarray]]) -> list[Outcome]:
+        """Place many parts by pose (a model file's), each checked like :meth:`add`. Into an empty non-strict
+        assembly their joints are then found in one pass over them all by BrickNet's rule, as the full check finds
+        them (each spot once: copies of a part at one spot join nothing of their own; an exclusive connector keeps
+        its best partner overall), instead of one search per part in order: loading stays cheap however crowded
+        the file. Otherwise this is :meth:`add` for each in turn."""
+        if self.strict or self.pieces:
+            return [self.add(part, colour, pose) for part, colour, pose in placed]
+        outcomes = [self._place_unjoined(part, colour, pose) for part, colour, pose in placed]
+        spots: dict[tuple[str, bytes], int] = {}
+        for out in outcomes:
+            if out.ok and out.piece is not None:
+                spots.setdefault(spot_of(self.pieces[out.piece]), out.piece)
+        for c in jx.select(jx.scratch_candidates({pid: self.pieces[pid] for pid in spots.values()}), set()):
+            self._link(Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual))
+        return outcomes
+
+    def _place_unjoined(self, part: str | int | Part, colour: int | str, pose: np.ndarray) -> Outcome:
+        """:meth:`add` without the joint search (``add_all`` finds the joints of all its parts at once)."""
+        resolved = self._resolved(Placement(part, colour, pose=pose))
+        if isinstance(resolved, Outcome):
+            return resolved
+        return self._commit_checked(*resolved, joined=False)
+
     def attach(
         self,
         part: str | int | Part,
@@ -416,6 +440,13 @@ class Assembly:
 
     def place(self, placement: Placement, *, dry_run: bool = False) -> Outcome:
         """Check a placement against the assembly and commit it (unless ``dry_run``), or refuse it with a reason."""
+        resolved = self._resolved(placement)
+        if isinstance(resolved, Outcome):
+            return resolved
+        return self._commit_checked(*resolved, dry_run=dry_run)
+
+    def _resolved(self, placement: Placement) -> Outcome | tuple[Part, int, np.ndarray, tuple[int, int, int] | None]:
+        """(part, colour code, world pose, authored connection) of a placement, or the refusal of what is wrong."""
         try:
             part = catalog().resolve(placement.part)
         except UnknownPart as exc:
@@ -435,7 +466,7 @@ class Assembly:
             if isinstance(resolved, Outcome):
                 return resolved
             pose, authored = resolved
-        return self._commit_checked(part, code, pose, authored, dry_run)
+        return part, code, pose, authored
 
     def remove(self, piece_id: int) -> Outcome:
         """Remove a piece and its joints."""
@@ -540,7 +571,14 @@ class Assembly:
         return pose, (host.id, t_conn.index, s_conn.index)
 
     def _commit_checked(
-        self, part: Part, code: int, pose: np.ndarray, authored: tuple[int, int, int] | None, dry_run: bool = False
+        self,
+        part: Part,
+        code: int,
+        pose: np.ndarray,
+        authored: tuple[int, int, int] | None,
+        *,
+        dry_run: bool = False,
+        joined: bool = True,
     ) -> Outcome:
         if np.abs(pose[:3, 3]).max() > MAX_COORDINATE_LDU:
             return _refuse(
@@ -559,7 +597,7 @@ class Assembly:
         engaged_by_construction = authored is None or cx.exclusive(part.connectors[authored[2]])
         if dry_run and engaged_by_construction:
             return Outcome(True, None, f"would place {candidate.describe()}")
-        joints = self._find_joints(candidate)
+        joints = self._find_joints(candidate) if joined else []
         if authored is not None:
             host, t_idx, s_idx = authored
             if not any(
@@ -719,11 +757,15 @@ class Assembly:
         self._component_of[pid] = pid
         self._members[pid] = {pid}
         for j in joints:
-            self._links.setdefault((j.a, j.a_conn), {})[(j.b, j.b_conn)] = j
-            self._links.setdefault((j.b, j.b_conn), {})[(j.a, j.a_conn)] = j
-            self._adjacent[j.a][j.b] += 1
-            self._adjacent[j.b][j.a] += 1
-            self._merge(j.a, j.b)
+            self._link(j)
+
+    def _link(self, j: Joint) -> None:
+        """Record a joint between two placed pieces."""
+        self._links.setdefault((j.a, j.a_conn), {})[(j.b, j.b_conn)] = j
+        self._links.setdefault((j.b, j.b_conn), {})[(j.a, j.a_conn)] = j
+        self._adjacent[j.a][j.b] += 1
+        self._adjacent[j.b][j.a] += 1
+        self._merge(j.a, j.b)
 
     def _record(self, connection: Connection) -> None:
         """Index an authored connection under both its pieces."""
@@ -836,6 +878,12 @@ def _partners(c: Connector) -> list[str]:
 
 def _point(p: np.ndarray) -> str:
     return "(" + ", ".join(f"{round(float(v), 1) + 0.0:g}" for v in p) + ")"
+
+
+def spot_of(piece: Piece) -> tuple[str, bytes]:
+    """Where a piece sits: its part and its pose to 1e-6 LDU. Pieces with one spot are copies of each other, which
+    the full check reports as one collision and whose joints it finds once."""
+    return piece.part.stem, (np.round(piece.pose, 6) + 0.0).tobytes()
 
 
 def _frozen(pose: np.ndarray) -> np.ndarray:

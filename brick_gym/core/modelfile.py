@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from brick_gym.core.assembly import Assembly, ConnectorRef
-from brick_gym.core.catalog import UnknownPart, catalog
+from brick_gym.core.catalog import Part, UnknownPart, catalog
 from brick_gym.core.colours import UnknownColour, colour
 from brick_gym.core.fileio import atomic_write_text
 from brick_gym.core.ldraw import MAX_PARTS, LDrawError, LDrawMeta, LDrawModel, read_ldraw_file, write_ldr, write_mpd
@@ -91,11 +91,11 @@ def from_model(model: LDrawModel, rules: Rules | None = None, *, strict: bool = 
     """Pieces of a parsed LDraw model placed at their poses (non-strict by default: the check reports)."""
     asm = Assembly(rules, strict=strict, name=model.name.rsplit(".", 1)[0] or "model")
     cat = catalog()
-    problems: list[LoadProblem] = []
+    problems: list[tuple[int, LoadProblem]] = []  # (line index, problem): reported in the file's order
     sources: dict[int, str] = {}
-    leaves: list[int | None] = []
-    for ld in model.parts:
-        leaves.append(None)
+    leaves: list[int | None] = [None] * len(model.parts)
+    placed: list[tuple[int, Part, int, np.ndarray]] = []  # (line index, part, colour, pose), added all at once
+    for at, ld in enumerate(model.parts):
         stem, pose = ld.stem, np.array(ld.pose)
         alias = cat.alias_transform(stem)
         if alias is not None:
@@ -105,31 +105,36 @@ def from_model(model: LDrawModel, rules: Rules | None = None, *, strict: bool = 
             part = cat.resolve(stem)
         except UnknownPart:
             problems.append(
-                LoadProblem("unknown_part", ld.source, f"{ld.source}: part {ld.stem!r} is not a BrickNet part")
+                (at, LoadProblem("unknown_part", ld.source, f"{ld.source}: part {ld.stem!r} is not a BrickNet part"))
             )
             continue
         try:
             code = colour(ld.colour).code
         except UnknownColour:
-            problems.append(LoadProblem("parse", ld.source, f"{ld.source}: colour {ld.colour} is not a known colour"))
+            problem = LoadProblem("parse", ld.source, f"{ld.source}: colour {ld.colour} is not a known colour")
+            problems.append((at, problem))
             continue
         snapped = _snap_rotation(pose)
         if snapped is None:
-            problems.append(
-                LoadProblem("parse", ld.source, f"{ld.source}: {ld.stem} is scaled or mirrored; parts must be rigid")
-            )
+            why = f"{ld.source}: {ld.stem} is scaled or mirrored; parts must be rigid"
+            problem = LoadProblem("parse", ld.source, why)
+            problems.append((at, problem))
             continue
-        outcome = asm.add(part, code, snapped)
+        placed.append((at, part, code, snapped))
+    outcomes = asm.add_all((part, code, pose) for _, part, code, pose in placed)
+    for (at, *_), outcome in zip(placed, outcomes, strict=True):
+        source = model.parts[at].source
         if outcome.ok and outcome.piece is not None:
-            sources[outcome.piece] = ld.source
-            leaves[-1] = outcome.piece
+            sources[outcome.piece] = source
+            leaves[at] = outcome.piece
         else:
-            problems.append(LoadProblem(outcome.reason or "parse", ld.source, f"{ld.source}: {outcome.message}"))
+            problems.append((at, LoadProblem(outcome.reason or "parse", source, f"{source}: {outcome.message}")))
+    found = [problem for _, problem in sorted(problems, key=lambda item: item[0])]
     for line in model.meta:
-        problem = _authored_from(line, asm, leaves)
-        if problem is not None:
-            problems.append(LoadProblem("parse", line.source, f"{line.source}: {problem}"))
-    return LoadedModel(asm, tuple(problems), sources, tuple(leaves))
+        meta = _authored_from(line, asm, leaves)
+        if meta is not None:
+            found.append(LoadProblem("parse", line.source, f"{line.source}: {meta}"))
+    return LoadedModel(asm, tuple(found), sources, tuple(leaves))
 
 
 def _authored_from(line: LDrawMeta, asm: Assembly, leaves: list[int | None]) -> str | None:

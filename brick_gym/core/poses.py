@@ -40,6 +40,7 @@ break geometry (squared distances overflow), so poses, placements and LDraw file
 ORTHONORMAL_TOLERANCE = 1e-6
 """How far RᵀR may be from I for a matrix to count as a rotation (it is then snapped to the nearest one)."""
 
+
 def is_rotation(r: np.ndarray, atol: float = ORTHONORMAL_TOLERANCE) -> bool:
     """Whether a 3×3 matrix is a proper rotation: RᵀR equals I by numpy's ``allclose`` rule at ``atol`` (``atol``
     off the diagonal, ``atol + 1e-5`` on it), and it does not mirror. In plain floats: placement and file loading

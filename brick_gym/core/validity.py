@@ -34,7 +34,7 @@ import numpy as np
 
 from brick_gym.core import connectors as cx
 from brick_gym.core import joints as jx
-from brick_gym.core.assembly import Assembly, Connection, Joint, Piece, colour_name
+from brick_gym.core.assembly import Assembly, Connection, Joint, Piece, colour_name, spot_of
 from brick_gym.core.collision import MAX_NARROW_PAIRS, all_collisions, collision_scan, describe_overlap
 from brick_gym.core.ldraw import PartCountExceeded
 from brick_gym.core.modelfile import LoadedModel, load
@@ -152,8 +152,7 @@ def spots(pieces: dict[int, Piece]) -> list[list[int]]:
     of their first id."""
     groups: dict[tuple[str, bytes], list[int]] = {}
     for pid in sorted(pieces):
-        p = pieces[pid]
-        groups.setdefault((p.part.stem, (np.round(p.pose, 6) + 0.0).tobytes()), []).append(pid)
+        groups.setdefault(spot_of(pieces[pid]), []).append(pid)
     return list(groups.values())
 
 

@@ -33,6 +33,13 @@ def crowd(n: int, side_studs: int, part: str = "3001", seed: int = 0) -> str:
     return "0 crowd\n" + "".join(lines)
 
 
+def two_piles(n: int, part: str = "3024") -> str:
+    """``n`` copies of a plate at one spot and ``n`` one plate higher: every upper copy's hole meets the lower
+    spot's stud, the doubly degenerate case of copies joining copies."""
+    upper = "".join(line.replace(" 0 0 0 1 0 0", " 0 -8 0 1 0 0", 1) for line in pile_ldr(n, part).splitlines(True)[1:])
+    return pile_ldr(n, part) + upper
+
+
 def scattered(n: int, seed: int = 0) -> str:
     """``n`` bricks at random lattice spots over a wide area (few overlaps, many components)."""
     rng = random.Random(seed)
@@ -63,6 +70,7 @@ def main() -> None:
     cases = [
         ("400 plates at one spot", "pile400.ldr", pile_ldr(400), "model"),
         ("4,000 plates at one spot", "pile4000.ldr", pile_ldr(4000), "set"),
+        ("2,000 plates at one spot on 2,000 at the next", "piles.ldr", two_piles(2000), "set"),
         ("4,000 bricks crowded in a 10-stud cube", "crowd4000.ldr", crowd(4000, 10), "set"),
         ("1.9 KB .mpd expanding to 2^19 plates", "bomb.mpd", doubling_mpd(19), "set"),
         ("4,000 scattered bricks", "scatter4000.ldr", scattered(4000), "set"),

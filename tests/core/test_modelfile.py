@@ -88,3 +88,53 @@ def test_a_connect_line_with_a_huge_or_odd_part_number_is_a_problem_not_a_crash(
         loaded = from_model(read_ldraw(text, "m.ldr"))
         assert len(loaded.assembly) == 2
         assert any(words in p.message for p in loaded.problems), loaded.problems
+
+
+def test_a_loaded_model_has_the_joints_the_full_check_finds(tmp_path) -> None:
+    from brick_gym.core.validity import joints_from_scratch, spots
+
+    base = random_assembly(3, 60)
+    lines = to_ldraw(base, mpd=False).splitlines(True)
+    parts = [line for line in lines if line.startswith("1 ")]
+    nudged = [line.replace(" 0 1 0 0 0 1 0 0 0 1 ", " 0.5 1 0 0 0 1 0 0 0 1 ", 1) for line in parts[::7]]
+    text = "0 crowd\n" + "".join(parts + parts[:10] + nudged)  # copies and near misses among the parts
+    loaded = from_model(read_ldraw(text, "crowd.ldr"))
+    asm = loaded.assembly
+    reps = {group[0]: asm.pieces[group[0]] for group in spots(asm.pieces)}
+    assert asm.joints == joints_from_scratch(reps) and len(asm.joints) > 50
+    copies = {pid for group in spots(asm.pieces) for pid in group[1:]}
+    assert copies and not any(j.a in copies or j.b in copies for j in asm.joints)  # a copy joins nothing of its own
+    last = max(asm.pieces)
+    asm.undo()  # a loaded piece is undone like any placement, its joints with it
+    assert last not in asm.pieces and all(last not in (j.a, j.b) for j in asm.joints)
+
+
+def test_add_all_is_add_one_by_one_in_strict_or_non_empty_assemblies() -> None:
+    poses = [p.pose for p in sorted(readme_wall(), key=lambda p: p.id)]
+    stems = [p.part.stem for p in sorted(readme_wall(), key=lambda p: p.id)]
+    for strict, seeded in ((True, False), (False, True)):
+        one, many = Assembly(strict=strict), Assembly(strict=strict)
+        if seeded:
+            one.add("3001", "red", poses[0])
+            many.add("3001", "red", poses[0])
+        singly = [one.add(stem, "red", pose) for stem, pose in zip(stems, poses, strict=True)]
+        batch = many.add_all((stem, "red", pose) for stem, pose in zip(stems, poses, strict=True))
+        assert [o.ok for o in batch] == [o.ok for o in singly] and one.joints == many.joints
+
+
+def test_problems_come_in_the_order_of_the_file() -> None:
+    text = (
+        "1 4 0 0 0 1 0 0 0 1 0 0 0 1 nosuchpart.dat\n"
+        "1 4 0 0 0 1 0 0 0 1 0 0 0 1 3001.dat\n"
+        "1 4 0 -24 0 -1 0 0 0 1 0 0 0 1 3001.dat\n"
+        "1 99999 0 -48 0 1 0 0 0 1 0 0 0 1 3001.dat\n"
+        "1 4 0 -72 0 1 0 0 0 1 0 0 0 1 3001.dat\n"
+    )
+    loaded = from_model(read_ldraw(text, "bad.ldr"))
+    assert [(p.kind, p.source) for p in loaded.problems] == [
+        ("unknown_part", "bad.ldr:1"),
+        ("parse", "bad.ldr:3"),
+        ("parse", "bad.ldr:4"),
+    ]
+    assert "mirrored" in loaded.problems[1].message and "colour" in loaded.problems[2].message
+    assert loaded.leaves == (None, 0, None, None, 1)
