@@ -260,7 +260,7 @@ def _lattice_cells(stems: Sequence[str], poses: np.ndarray) -> np.ndarray:
     return out
 
 
-def _overlapping_boxes(lo: np.ndarray, hi: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def overlapping_boxes(lo: np.ndarray, hi: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Index pairs (i, j) of boxes that overlap, by sort and sweep along x, in chunks of about _SWEEP_CHUNK
     candidate pairs (so that n² overlapping boxes never need n² memory at once)."""
     n = len(lo)
@@ -303,7 +303,7 @@ def collision_scan(
     involved = np.zeros(len(ids), dtype=bool)
     narrow_left = math.inf if max_narrow is None else max_narrow
     untested = 0
-    for a, b in _overlapping_boxes(world.min(axis=1), world.max(axis=1)):
+    for a, b in overlapping_boxes(world.min(axis=1), world.max(axis=1)):
         boxes = on_lattice[a] & on_lattice[b]
         ca, cb = cells[a[boxes]], cells[b[boxes]]
         shared = np.all(ca[:, :3] <= cb[:, 3:], axis=1) & np.all(cb[:, :3] <= ca[:, 3:], axis=1)

@@ -485,10 +485,43 @@ def select(candidates: list[Candidate], taken: set[tuple[int, int]]) -> list[Can
     return chosen
 
 
-def scratch_candidates(pieces: dict) -> list[Candidate]:
-    """Every joint candidate among ``pieces`` computed without any incremental index (KD-tree + box grid)."""
+MAX_NEAR_MATES = 16
+"""How many of the nearest connectors of each mating type within reach a connector is paired with in a search from
+scratch. Parts that do not collide give a connector one or two; only parts piled through each other give more,
+and without a bound a pile of n of them makes n² pairs."""
+
+
+def _nearest_mates(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i < j for one type, else i of the lower type code) of rows whose types mate and whose positions
+    lie within reach: for each row, its :data:`MAX_NEAR_MATES` nearest of each mating type (KD-trees per type)."""
     from scipy.spatial import cKDTree
 
+    codes = rows[:, 8].astype(np.int64)
+    types = np.unique(codes).tolist()
+    members = {t: np.flatnonzero(codes == t) for t in types}
+    trees: dict[int, cKDTree] = {}
+    found_i, found_j = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for a, b in itertools.combinations_with_replacement(types, 2):
+        if family_matrix(np.array([a]), np.array([b]))[0] == NONE:
+            continue
+        theirs = members[b]
+        if b not in trees:
+            trees[b] = cKDTree(rows[theirs, 2:5])
+        k = min(MAX_NEAR_MATES + (a == b), len(theirs))  # a type mating itself finds each row itself first
+        _, near = trees[b].query(rows[members[a], 2:5], k=k, distance_upper_bound=REACH + 1e-9)
+        near = near.reshape(len(members[a]), k)
+        hit = near < len(theirs)
+        i, j = np.repeat(members[a], k)[hit.ravel()], theirs[near[hit]]
+        if a == b:
+            i, j = i[i < j], j[i < j]
+        found_i.append(i)
+        found_j.append(j)
+    return np.concatenate(found_i), np.concatenate(found_j)
+
+
+def scratch_candidates(pieces: dict) -> list[Candidate]:
+    """Every joint candidate among ``pieces`` computed without any incremental index (KD-trees per connector type
+    for point connectors, a box grid for axle-family ones); see :data:`MAX_NEAR_MATES` for the one bound."""
     blocks, is_axle = [], []
     for pid in sorted(pieces):
         x = pieces[pid]
@@ -500,8 +533,7 @@ def scratch_candidates(pieces: dict) -> list[Candidate]:
     plain = table[~axle]
     found = []
     if len(plain):
-        uv = cKDTree(plain[:, 2:5]).query_pairs(REACH + 1e-9, output_type="ndarray")
-        ii, jj, fam, res = joinable(plain, plain, (uv[:, 0], uv[:, 1]))
+        ii, jj, fam, res = joinable(plain, plain, _nearest_mates(plain))
         found += score_candidates(pieces, _make_pairs(plain[ii], plain[jj], fam, res))
     axles = table[axle]
     lengths = [float(part_arrays(pieces[int(r[0])].part).lengths[int(r[1])]) for r in axles]

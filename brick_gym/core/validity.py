@@ -244,14 +244,18 @@ def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decom
     max_disp = 0.0
     hulls: tuple[str, ...] = ()
     if stability and pieces:
-        from brick_gym.core.stability import drop_test, explain_unstable, ground_y
+        from brick_gym.core.stability import TooCrowded, drop_test, explain_unstable, ground_y
 
         t = time.perf_counter()
         groups = [[(p, pieces[p].part.stem, pieces[p].pose) for p in comp] for comp in spot_comps]
-        result = drop_test(groups, ghosts=colliding, colliders=colliders)
-        hulls = result.hull_colliders
+        try:
+            result = drop_test(groups, ghosts=colliding, colliders=colliders)
+        except TooCrowded as exc:
+            issues.append(Issue("unstable", tuple(sorted(pieces)), f"the drop test was not run: {exc}"))
+            result = None
+        hulls = result.hull_colliders if result else ()
         ground: float | None = None
-        for verdict, group in zip(result.components, groups, strict=True):
+        for verdict, group in zip(result.components, groups, strict=True) if result else ():
             max_disp = max(max_disp, verdict.max_displacement)
             if not verdict.stable:
                 ids = tuple(verdict.pieces)

@@ -40,6 +40,11 @@ def two_piles(n: int, part: str = "3024") -> str:
     return pile_ldr(n, part) + upper
 
 
+def smeared(n: int, step: float, part: str = "3024") -> str:
+    """``n`` plates each ``step`` LDU along x from the last: through each other, but no two at one spot."""
+    return "0 smeared\n" + "".join(PLATE.format(x=f"{k * step:.9f}", y=0, z=0, part=part) for k in range(n))
+
+
 def scattered(n: int, seed: int = 0) -> str:
     """``n`` bricks at random lattice spots over a wide area (few overlaps, many components)."""
     rng = random.Random(seed)
@@ -71,6 +76,7 @@ def main() -> None:
         ("400 plates at one spot", "pile400.ldr", pile_ldr(400), "model"),
         ("4,000 plates at one spot", "pile4000.ldr", pile_ldr(4000), "set"),
         ("2,000 plates at one spot on 2,000 at the next", "piles.ldr", two_piles(2000), "set"),
+        ("4,000 plates each 0.001 LDU along (a pile, not one spot)", "smear.ldr", smeared(4000, 0.001), "set"),
         ("4,000 bricks crowded in a 10-stud cube", "crowd4000.ldr", crowd(4000, 10), "set"),
         ("1.9 KB .mpd expanding to 2^19 plates", "bomb.mpd", doubling_mpd(19), "set"),
         ("4,000 scattered bricks", "scatter4000.ldr", scattered(4000), "set"),

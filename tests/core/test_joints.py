@@ -148,3 +148,36 @@ def test_a_pile_on_a_pile_joins_each_upper_copy_to_its_own_lower_copy() -> None:
     # exclusive studs: one partner each, none shared; equal fits go to the lowest free id, as a search over every
     # connector gives them
     assert sorted((j.a, j.b) for j in asm.joints) == [(k, 40 + k) for k in range(40)]
+
+
+def _every_pair_candidates(pieces: dict) -> list[jx.Candidate]:
+    """Joint candidates over every pair of connectors of different pieces: the unbounded reference."""
+    ids = sorted(pieces)
+    if not ids:
+        return []
+    rows = np.concatenate([jx._rows(p, jx.part_arrays(pieces[p].part), pieces[p].points, pieces[p].axes) for p in ids])
+    ii, jj = jx.every_pair(len(rows), len(rows))
+    keep = ii < jj
+    return jx.score_candidates(pieces, jx._make_pairs(rows[ii[keep]], rows[jj[keep]]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(operation, min_size=1, max_size=40))
+def test_the_search_from_scratch_finds_what_every_pair_finds(ops: list[tuple]) -> None:
+    from brick_gym.core.validity import spots
+
+    asm = Assembly(strict=False)
+    for op in ops:
+        _apply(asm, op)
+    reps = {group[0]: asm.pieces[group[0]] for group in spots(asm.pieces)}  # each spot once, as the check does
+    assert jx.select(jx.scratch_candidates(reps), set()) == jx.select(_every_pair_candidates(reps), set())
+
+
+def test_the_search_from_scratch_stays_bounded_in_a_pile_pushed_through_itself() -> None:
+    # 2,000 plates within 2 LDU of each other and 2,000 more a plate up: 2 million pairs of studs within reach
+    placed = [("3024", "red", _pose(0, level, 0, 0, k * 0.001)) for level in (0, 1) for k in range(2000)]
+    asm = Assembly(strict=False)
+    assert all(o.ok for o in asm.add_all(placed))  # its joints come from the search from scratch
+    rows = np.concatenate([jx._rows(p.id, jx.part_arrays(p.part), p.points, p.axes) for p in asm])
+    assert len(jx._nearest_mates(rows)[0]) <= len(rows) * jx.MAX_NEAR_MATES
+    assert len(asm.joints) == 2000  # every upper hole still finds a stud below, one each

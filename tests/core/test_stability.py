@@ -309,3 +309,13 @@ def test_a_component_low_enough_to_land_before_its_verdict_is_simulated(monkeypa
     built = _counting_bodies(monkeypatch)
     report = drop_test([[(0, BRICK_2X4, at())], _far(1000, -2)])  # 2 LDU up: it lands (a 2 LDU move)
     assert len(built) == 2 and report.stable
+
+
+def test_components_piled_through_each_other_are_refused_not_simulated_for_minutes() -> None:
+    from brick_gym.core.stability import MAX_OVERLAPPING_COMPONENTS, TooCrowded
+
+    pile = [[(k, BRICK_1X1, at(k * 0.01))] for k in range(70)]  # 2,415 overlapping pairs of components
+    with pytest.raises(TooCrowded, match="too crowded to simulate") as caught:
+        drop_test(pile, ghosts=range(70))
+    assert caught.value.pairs > MAX_OVERLAPPING_COMPONENTS
+    assert len(drop_test(pile[:25], ghosts=range(25)).components) == 25  # 300 pairs: simulated

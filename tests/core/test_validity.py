@@ -7,6 +7,7 @@ import pytest
 
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.examples import pile_ldr, random_assembly, readme_wall, running_bond_wall, translation
+from brick_gym.core.ldraw import read_ldraw
 from brick_gym.core.modelfile import to_ldraw
 from brick_gym.core.rules import Rules, Setting
 from brick_gym.core.validity import check, consistency_errors, joints_from_scratch
@@ -128,3 +129,12 @@ def test_stock_message_names_the_part_once() -> None:
     stock = [i for i in check(asm, stability=False).issues if i.kind == "stock"]
     assert stock and "is not in the inventory" in stock[0].message
     assert "inventory is not in the inventory" not in stock[0].message
+
+
+def test_a_pile_too_crowded_to_simulate_is_invalid_with_the_reason() -> None:
+    from brick_gym.core.modelfile import from_model
+
+    text = "".join(f"1 4 {k * 0.001:.3f} 0 0 1 0 0 0 1 0 0 0 1 3024.dat\n" for k in range(200))
+    report = check(from_model(read_ldraw(text, "smear.ldr")).assembly)
+    [crowded] = [i for i in report.issues if "drop test was not run" in i.message]
+    assert crowded.kind == "unstable" and len(crowded.pieces) == 200 and not report.valid
