@@ -19,7 +19,7 @@ import numpy as np
 
 from brick_gym.core import connectors as cx
 from brick_gym.core.catalog import Connector, Part
-from brick_gym.core.collision import BoxGrid
+from brick_gym.core.collision import BoxGrid, overlapping_boxes
 
 NONE, STUD, HINGE, BALL, FIXED, FIXED_ORIENTED, AXLE = range(7)
 _FAMILY_NAMES = {STUD: "stud", HINGE: "hinge", BALL: "ball", FIXED: "fixed", FIXED_ORIENTED: "fixed", AXLE: "axle"}
@@ -536,15 +536,65 @@ def scratch_candidates(pieces: dict) -> list[Candidate]:
         ii, jj, fam, res = joinable(plain, plain, _nearest_mates(plain))
         found += score_candidates(pieces, _make_pairs(plain[ii], plain[jj], fam, res))
     axles = table[axle]
-    lengths = [float(part_arrays(pieces[int(r[0])].part).lengths[int(r[1])]) for r in axles]
-    grid = BoxGrid(GRID_CELL)
-    boxes = [axle_box(r[2:5], r[5:8], length) for r, length in zip(axles, lengths, strict=True)]
-    for k, box in enumerate(boxes):
-        grid.add(k, *box)
-    for k, box in enumerate(boxes):
-        hits = [h for h in grid.query(*box) if h > k and axles[h, 0] != axles[k, 0]]
-        if hits:
-            theirs = axles[hits]
-            ii, jj, fam, res = joinable(axles[k : k + 1], theirs, every_pair(1, len(hits)))
-            found += score_candidates(pieces, _make_pairs(axles[k : k + 1][ii], theirs[jj], fam, res))
+    if len(axles):
+        lengths = np.array([part_arrays(pieces[int(r[0])].part).lengths[int(r[1])] for r in axles], dtype=float)
+        ii, jj, fam, res = joinable(axles, axles, _overlapping_axles(axles, lengths))
+        keep = _nearest_per_row(ii, jj, axles, _axle_quota(lengths))
+        found += score_candidates(pieces, _make_pairs(axles[ii[keep]], axles[jj[keep]], fam[keep], res[keep]))
     return found
+
+
+MAX_SWEPT_AXLE_PAIRS = 4_000_000
+"""Axle boxes overlapping along x beyond which the search from scratch takes each axle-family connector's nearest
+mates (:func:`_axle_quota` of them per type) instead of every overlapping box: only a pile pushed through itself
+has that many."""
+
+
+def _axle_quota(lengths: np.ndarray) -> np.ndarray:
+    """How many mates an axle-family connector keeps: :data:`MAX_NEAR_MATES` per stud of its length (an axle
+    through a stack of thin liftarms meets one hole every 10 LDU)."""
+    return MAX_NEAR_MATES * np.maximum(1, np.ceil(np.maximum(lengths, cx.AXLE_DEFAULT_LENGTH) / 20.0)).astype(int)
+
+
+def _overlapping_axles(axles: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i, j) of axle-family rows whose segment boxes overlap: all of them by sort and sweep, unless
+    more than :data:`MAX_SWEPT_AXLE_PAIRS` overlap along x; then each row's nearest of each type (KD-trees) whose
+    boxes overlap."""
+    from scipy.spatial import cKDTree
+
+    half = np.maximum(lengths, cx.AXLE_DEFAULT_LENGTH)[:, None] * np.abs(axles[:, 5:8]) + (REACH / 2 + 1e-6)
+    lo, hi = axles[:, 2:5] - half, axles[:, 2:5] + half
+    order = np.argsort(lo[:, 0], kind="stable")
+    swept = np.maximum(np.searchsorted(lo[order, 0], hi[order, 0]) - np.arange(len(order)) - 1, 0).sum()
+    if swept <= MAX_SWEPT_AXLE_PAIRS:
+        found = list(overlapping_boxes(lo, hi))
+        return np.concatenate([a for a, _ in found]), np.concatenate([b for _, b in found])
+    codes = axles[:, 8].astype(np.int64)
+    reach = float(np.sqrt(3.0) * 2 * half.max())
+    found_i, found_j = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for t in np.unique(codes).tolist():
+        theirs = np.flatnonzero(codes == t)
+        k = min(int(_axle_quota(lengths).max()) + 1, len(theirs))
+        _, near = cKDTree(axles[theirs, 2:5]).query(axles[:, 2:5], k=k, distance_upper_bound=reach)
+        near = near.reshape(len(axles), k)
+        hit = near < len(theirs)
+        i, j = np.repeat(np.arange(len(axles)), k)[hit.ravel()], theirs[near[hit]]
+        close = (i < j) & np.all(lo[i] < hi[j], axis=1) & np.all(lo[j] < hi[i], axis=1)
+        found_i.append(i[close])
+        found_j.append(j[close])
+    return np.concatenate(found_i), np.concatenate(found_j)
+
+
+def _nearest_per_row(ii: np.ndarray, jj: np.ndarray, rows: np.ndarray, quota: np.ndarray) -> np.ndarray:
+    """Mask of the pairs (ii, jj) among the ``quota[r]`` nearest (by position) of some end r: every row keeps its
+    nearest candidates, and only a pile pushed through itself loses any."""
+    keep = np.zeros(len(ii), dtype=bool)
+    if not len(ii):
+        return keep
+    dist = np.linalg.norm(rows[ii, 2:5] - rows[jj, 2:5], axis=1)
+    for ends in (ii, jj):
+        order = np.lexsort((dist, ends))
+        grouped = ends[order]
+        rank = np.arange(len(order)) - np.searchsorted(grouped, grouped, side="left")
+        keep[order[rank < quota[grouped]]] = True
+    return keep

@@ -45,6 +45,23 @@ def smeared(n: int, step: float, part: str = "3024") -> str:
     return "0 smeared\n" + "".join(PLATE.format(x=f"{k * step:.9f}", y=0, z=0, part=part) for k in range(n))
 
 
+def smeared_pins(n: int, step: float) -> str:
+    """``n`` Technic bricks 1×2 with a pin in their hole, each pair ``step`` LDU along x from the last: axle-family
+    connectors piled through each other (each pin within reach of every hole)."""
+    from brick_gym.core.assembly import Assembly
+
+    seated = Assembly(strict=False)
+    seated.add("3700", "red")
+    seated.attach("2780", "red", to="0.socket[0]", by=("pin", 0))
+    (px, py, pz), rot = seated.pieces[1].pose[:3, 3], seated.pieces[1].pose[:3, :3]
+    matrix = " ".join(f"{v:g}" for v in rot.ravel())
+    lines = [
+        f"1 1 {k * step:.9f} 0 0 1 0 0 0 1 0 0 0 1 3700.dat\n1 4 {px + k * step:.9f} {py:g} {pz:g} {matrix} 2780.dat\n"
+        for k in range(n)
+    ]
+    return "0 pins\n" + "".join(lines)
+
+
 def scattered(n: int, seed: int = 0) -> str:
     """``n`` bricks at random lattice spots over a wide area (few overlaps, many components)."""
     rng = random.Random(seed)
@@ -77,6 +94,7 @@ def main() -> None:
         ("4,000 plates at one spot", "pile4000.ldr", pile_ldr(4000), "set"),
         ("2,000 plates at one spot on 2,000 at the next", "piles.ldr", two_piles(2000), "set"),
         ("4,000 plates each 0.001 LDU along (a pile, not one spot)", "smear.ldr", smeared(4000, 0.001), "set"),
+        ("2,000 pins in 2,000 Technic bricks, 0.001 LDU along", "pins.ldr", smeared_pins(2000, 0.001), "set"),
         ("4,000 bricks crowded in a 10-stud cube", "crowd4000.ldr", crowd(4000, 10), "set"),
         ("1.9 KB .mpd expanding to 2^19 plates", "bomb.mpd", doubling_mpd(19), "set"),
         ("4,000 scattered bricks", "scatter4000.ldr", scattered(4000), "set"),

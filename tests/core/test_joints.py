@@ -4,6 +4,7 @@ in numpy first, and the joints found are exactly those of a search over every in
 from __future__ import annotations
 
 import pickle
+from collections import Counter
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -181,3 +182,29 @@ def test_the_search_from_scratch_stays_bounded_in_a_pile_pushed_through_itself()
     rows = np.concatenate([jx._rows(p.id, jx.part_arrays(p.part), p.points, p.axes) for p in asm])
     assert len(jx._nearest_mates(rows)[0]) <= len(rows) * jx.MAX_NEAR_MATES
     assert len(asm.joints) == 2000  # every upper hole still finds a stud below, one each
+
+
+def test_the_bounded_search_for_axle_mates_finds_what_the_sweep_finds(monkeypatch) -> None:
+    from brick_gym.core.examples import random_assembly
+
+    asm = random_assembly(5, 120, ("3700", "2780", "32523", "3001", "3062b"))
+    swept = jx.select(jx.scratch_candidates(asm.pieces), set())
+    assert any(c.family == jx.AXLE for c in swept)
+    monkeypatch.setattr(jx, "MAX_SWEPT_AXLE_PAIRS", 0)  # as if the axles were piled through each other
+    assert jx.select(jx.scratch_candidates(asm.pieces), set()) == swept
+
+
+def test_axles_and_pins_piled_through_their_holes_stay_bounded(monkeypatch) -> None:
+    seated = Assembly(strict=False)
+    seated.add("3700", "red")
+    assert seated.attach("2780", "red", to="0.socket[0]", by=("pin", 0)).ok
+    pin = seated.pieces[1].pose
+    placed = []
+    for k in range(300):  # 300 pins in 300 Technic bricks within 0.3 LDU: every axle-family box overlaps every other
+        brick = _pose(0, 0, 0, 0, k * 0.001)
+        placed += [("3700", "red", brick), ("2780", "red", brick @ pin)]
+    monkeypatch.setattr(jx, "MAX_SWEPT_AXLE_PAIRS", 0)  # the nearest-mates search, as for a pile of thousands
+    asm = Assembly(strict=False)
+    asm.add_all(placed)
+    per_piece = Counter(j.a for j in asm.joints) + Counter(j.b for j in asm.joints)
+    assert len(asm.joints) >= 300 and max(per_piece.values()) <= 4 * jx._axle_quota(np.array([40.0]))[0]
