@@ -262,6 +262,8 @@ class Assembly:
         self._authored: dict[int, dict[Connection, None]] = {}
         self.revision = 0
         """Counts committed changes (pieces added or removed): caches compare it to know they are current."""
+        self._scratch_revision = -1
+        """The revision at which ``add_all`` joined every piece by the full check's rule (-1: never)."""
 
     # ----- queries -------------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -358,7 +360,14 @@ class Assembly:
                 spots.setdefault(spot_of(self.pieces[out.piece]), out.piece)
         for c in jx.select(jx.scratch_candidates({pid: self.pieces[pid] for pid in spots.values()}), set()):
             self._link(Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual))
+        self._scratch_revision = self.revision
         return outcomes
+
+    @property
+    def joined_as_checked(self) -> bool:
+        """Whether the joints are exactly those the full check finds (placed by ``add_all`` and no piece added or
+        removed since), so that the check of a file just read need not search for them twice."""
+        return self.__dict__.get("_scratch_revision", -1) == self.revision
 
     def _place_unjoined(self, part: str | int | Part, colour: int | str, pose: np.ndarray) -> Outcome:
         """:meth:`add` without the joint search (``add_all`` finds the joints of all its parts at once)."""

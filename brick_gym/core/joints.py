@@ -551,9 +551,10 @@ has that many."""
 
 
 def _axle_quota(lengths: np.ndarray) -> np.ndarray:
-    """How many mates an axle-family connector keeps: :data:`MAX_NEAR_MATES` per stud of its length (an axle
-    through a stack of thin liftarms meets one hole every 10 LDU)."""
-    return MAX_NEAR_MATES * np.maximum(1, np.ceil(np.maximum(lengths, cx.AXLE_DEFAULT_LENGTH) / 20.0)).astype(int)
+    """How many mates an axle-family connector keeps: :data:`MAX_NEAR_MATES`, or 4 per stud of its length if more
+    (an axle through a stack of thin liftarms meets one hole every 10 LDU)."""
+    studs = np.ceil(np.maximum(lengths, cx.AXLE_DEFAULT_LENGTH) / 20.0).astype(int)
+    return np.maximum(MAX_NEAR_MATES, 4 * studs)
 
 
 def _overlapping_axles(axles: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

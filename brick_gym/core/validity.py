@@ -44,6 +44,8 @@ ISSUE_KINDS = ("collision", "unstable", "stock", "part_limit", "join", "unknown_
 WARNING_KINDS = ("near_miss",)
 MAX_COLLISION_ISSUES = 200
 """Most colliding pairs named one by one in a report; the rest are counted in one more issue."""
+MAX_NEAR_MISS_WARNINGS = 200
+"""Most unauthored inexact joints named one by one in a report; the rest are counted in one more warning."""
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,7 @@ def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decom
     timings["rules"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    joints = joints_from_scratch(reps)
+    joints = assembly.joints if assembly.joined_as_checked else joints_from_scratch(reps)
     # a copy's authored connections are its spot's: the copies are one collision issue already
     authored = [c for c in assembly.authored if c.a in reps and c.b in reps]
     join_issues, warnings = joint_findings(pieces, joints, authored)
@@ -331,10 +333,14 @@ def joint_findings(
                 Issue("join", (c.a, c.b), f"{where} is not an exact fit: {_offset(a, c.a_conn, b, c.b_conn)} off")
             )
     named = set(authored)
+    unnamed: list[tuple[int, int]] = []
     for key, joint in found.items():
         if joint.exact or key in named:
             continue
         c = Connection(*key)
+        if len(warnings) == MAX_NEAR_MISS_WARNINGS:  # a pile pushed through itself has tens of thousands
+            unnamed.append((c.a, c.b))
+            continue
         a, b = pieces[c.a], pieces[c.b]
         warnings.append(
             Issue(
@@ -345,6 +351,9 @@ def joint_findings(
                 "for stability, not an exact fit",
             )
         )
+    if unnamed:
+        rest = tuple(sorted({p for pair in unnamed for p in pair}))
+        warnings.append(Issue("near_miss", rest, f"and {len(unnamed):,} more inexact joints (among {_ids(rest)})"))
     return issues, warnings
 
 

@@ -102,11 +102,13 @@ def test_a_loaded_model_has_the_joints_the_full_check_finds(tmp_path) -> None:
     asm = loaded.assembly
     reps = {group[0]: asm.pieces[group[0]] for group in spots(asm.pieces)}
     assert asm.joints == joints_from_scratch(reps) and len(asm.joints) > 50
+    assert asm.joined_as_checked  # so the full check takes them as they are
     copies = {pid for group in spots(asm.pieces) for pid in group[1:]}
     assert copies and not any(j.a in copies or j.b in copies for j in asm.joints)  # a copy joins nothing of its own
     last = max(asm.pieces)
     asm.undo()  # a loaded piece is undone like any placement, its joints with it
     assert last not in asm.pieces and all(last not in (j.a, j.b) for j in asm.joints)
+    assert not asm.joined_as_checked  # changed since: the full check searches again
 
 
 def test_add_all_is_add_one_by_one_in_strict_or_non_empty_assemblies() -> None:

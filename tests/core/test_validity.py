@@ -138,3 +138,16 @@ def test_a_pile_too_crowded_to_simulate_is_invalid_with_the_reason() -> None:
     report = check(from_model(read_ldraw(text, "smear.ldr")).assembly)
     [crowded] = [i for i in report.issues if "drop test was not run" in i.message]
     assert crowded.kind == "unstable" and len(crowded.pieces) == 200 and not report.valid
+
+
+def test_near_misses_past_the_listed_number_are_counted_in_one_warning() -> None:
+    from brick_gym.core.validity import MAX_NEAR_MISS_WARNINGS, joint_findings
+
+    asm = Assembly(strict=False)
+    for k in range(MAX_NEAR_MISS_WARNINGS + 30):  # 1×1 bricks on 1×1 bricks, each 0.5 LDU off its stud
+        asm.add("3005", "red", translation(40 * k, 0, 0))
+        asm.add("3005", "blue", translation(40 * k + 0.5, -24, 0))
+    joints = joints_from_scratch(asm.pieces)
+    issues, warnings = joint_findings(asm.pieces, joints, [])
+    assert not issues and len(warnings) == MAX_NEAR_MISS_WARNINGS + 1
+    assert warnings[-1].message.startswith("and 30 more inexact joints") and len(warnings[-1].pieces) == 60
