@@ -485,7 +485,7 @@ def select(candidates: list[Candidate], taken: set[tuple[int, int]]) -> list[Can
     return chosen
 
 
-MAX_NEAR_MATES = 16
+MAX_NEAR_MATES = 8
 """How many of the nearest connectors of each mating type within reach a connector is paired with in a search from
 scratch. Parts that do not collide give a connector one or two; only parts piled through each other give more,
 and without a bound a pile of n of them makes n² pairs."""
