@@ -251,6 +251,8 @@ class Assembly:
         """Pieces under the lattice joint rule (box parts on the lattice, strict mode; ``occupancy``)."""
         self._unindexed: set[int] = set()
         """Lattice-rule pieces not yet in ``_conn_grid`` (added when a piece off the rule first needs them)."""
+        self._loaded: set[int] = set()
+        """Pieces ``add_all`` joined at once, not yet in ``_conn_grid`` (added when a later placement needs it)."""
         self._studs_at: dict[tuple[int, int, int], tuple[int, int]] = {}
         self._holes_at: dict[tuple[int, int, int], tuple[int, int]] = {}
         """Lattice-rule pieces' studs (keyed by the cell above them) and holes (by their own bottom cell)."""
@@ -622,7 +624,7 @@ class Assembly:
                 )
         if dry_run:
             return Outcome(True, None, f"would place {candidate.describe()}", None, (), tuple(joints))
-        self._insert(candidate, joints)
+        self._insert(candidate, joints, indexed=joined)
         if authored is not None:
             self._record(Connection.of(authored[0], authored[1], new_id, authored[2]))
         self._next_id = new_id + 1
@@ -694,6 +696,7 @@ class Assembly:
         if rule is not None:
             found = self._lattice_joints(piece.id, *rule)
             if len(self.pieces) > len(self._lattice_ids):  # pieces off the rule: ask the connector grid for those
+                self._index(set(self._loaded))
                 lattice = self._lattice_ids
                 found += [
                     c for c in self._grid_joints(piece) if (c.b[0] if c.a[0] == piece.id else c.a[0]) not in lattice
@@ -736,13 +739,18 @@ class Assembly:
         return jx.score_candidates(ChainMap({piece.id: piece}, self.pieces), pairs)
 
     def _index_pending(self) -> None:
-        """Put the lattice-rule pieces not yet in the connector grid into it."""
-        for pid in sorted(self._unindexed):
+        """Put every piece not yet in the connector grid into it."""
+        self._index(self._unindexed | self._loaded)
+
+    def _index(self, pending: set[int]) -> None:
+        """Put ``pending`` pieces into the connector grid (and out of the sets that deferred them)."""
+        for pid in sorted(pending):
             piece = self.pieces[pid]
             self._conn_grid.add(pid, piece.part, piece.points, piece.axes)
-        self._unindexed.clear()
+        self._unindexed -= pending
+        self._loaded -= pending
 
-    def _insert(self, piece: Piece, joints: Iterable[Joint]) -> None:
+    def _insert(self, piece: Piece, joints: Iterable[Joint], *, indexed: bool = True) -> None:
         pid = piece.id
         self.revision += 1
         self.pieces[pid] = piece
@@ -760,8 +768,10 @@ class Assembly:
                 self._holes_at[(i0 + di, j0, k0 + dk)] = (pid, idx)
             self._lattice_ids.add(pid)
             self._unindexed.add(pid)
-        else:
+        elif indexed:
             self._conn_grid.add(pid, piece.part, piece.points, piece.axes)
+        else:  # joined by add_all: indexed only when a later placement needs the grid
+            self._loaded.add(pid)
         self._adjacent[pid] = Counter()
         self._component_of[pid] = pid
         self._members[pid] = {pid}
@@ -819,8 +829,9 @@ class Assembly:
             for _, di, dk in table.holes[q]:
                 del self._holes_at[(i0 + di, j0, k0 + dk)]
             self._lattice_ids.discard(pid)
-        if pid in self._unindexed:
+        if pid in self._unindexed or pid in self._loaded:
             self._unindexed.discard(pid)
+            self._loaded.discard(pid)
         else:
             self._conn_grid.remove(pid, piece.part, piece.points, piece.axes)
         removed: list[Joint] = []

@@ -140,3 +140,13 @@ def test_problems_come_in_the_order_of_the_file() -> None:
     ]
     assert "mirrored" in loaded.problems[1].message and "colour" in loaded.problems[2].message
     assert loaded.leaves == (None, 0, None, None, 1)
+
+
+def test_a_placement_after_loading_finds_its_joints_with_the_loaded_pieces() -> None:
+    loaded = from_model(read_ldraw(to_ldraw(readme_wall(), mpd=False), "wall.ldr")).assembly
+    top = max(loaded.pieces.values(), key=lambda p: -p.pose[1, 3])  # a brick of the top course
+    placed = loaded.attach("3001", "red", to=f"{top.id}.stud[0]", by=("hole", 0))
+    assert placed.ok and any(top.id in (j.a, j.b) for j in placed.joints)
+    loaded.remove(placed.piece)
+    loaded.remove(top.id)  # a loaded piece leaves the grid it may never have entered
+    assert loaded.add("3001", "red", top.pose).ok and not loaded._loaded
