@@ -260,13 +260,24 @@ def _lattice_cells(stems: Sequence[str], poses: np.ndarray) -> np.ndarray:
     return out
 
 
+def _sweep(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The boxes' order along x and, in that order, how many later boxes each overlaps along x."""
+    order = np.argsort(lo[:, 0], kind="stable")
+    counts = np.searchsorted(lo[order, 0], hi[order, 0], side="left") - np.arange(len(lo)) - 1
+    return order, np.maximum(counts, 0)
+
+
+def swept_pairs(lo: np.ndarray, hi: np.ndarray) -> int:
+    """How many pairs of boxes overlap along x: the candidates :func:`overlapping_boxes` would test."""
+    return int(_sweep(lo, hi)[1].sum())
+
+
 def overlapping_boxes(lo: np.ndarray, hi: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Index pairs (i, j) of boxes that overlap, by sort and sweep along x, in chunks of about _SWEEP_CHUNK
     candidate pairs (so that n² overlapping boxes never need n² memory at once)."""
     n = len(lo)
-    order = np.argsort(lo[:, 0], kind="stable")
+    order, counts = _sweep(lo, hi)
     lo_s, hi_s = lo[order], hi[order]
-    counts = np.maximum(np.searchsorted(lo_s[:, 0], hi_s[:, 0], side="left") - np.arange(n) - 1, 0)
     ends = np.cumsum(counts)
     start = 0
     while start < n:

@@ -19,7 +19,7 @@ import numpy as np
 
 from brick_gym.core import connectors as cx
 from brick_gym.core.catalog import Connector, Part
-from brick_gym.core.collision import BoxGrid, overlapping_boxes
+from brick_gym.core.collision import BoxGrid, overlapping_boxes, swept_pairs
 
 NONE, STUD, HINGE, BALL, FIXED, FIXED_ORIENTED, AXLE = range(7)
 _FAMILY_NAMES = {STUD: "stud", HINGE: "hinge", BALL: "ball", FIXED: "fixed", FIXED_ORIENTED: "fixed", AXLE: "axle"}
@@ -432,9 +432,10 @@ def _make_pairs(a: np.ndarray, b: np.ndarray, fam: np.ndarray | None = None, res
     )
 
 
-def axle_box(point: np.ndarray, axis: np.ndarray, length: float) -> tuple[np.ndarray, np.ndarray]:
-    """Box around an axle-family connector's segment, padded by half the pairing reach."""
-    half = max(length, cx.AXLE_DEFAULT_LENGTH) * np.abs(axis)
+def axle_box(point: np.ndarray, axis: np.ndarray, length: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Box around an axle-family connector's segment, padded by half the pairing reach (one connector, or rows of
+    points and axes with an array of lengths)."""
+    half = np.maximum(length, cx.AXLE_DEFAULT_LENGTH)[..., None] * np.abs(axis)
     pad = REACH / 2 + 1e-6
     return point - half - pad, point + half + pad
 
@@ -563,19 +564,17 @@ def _overlapping_axles(axles: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
     boxes overlap."""
     from scipy.spatial import cKDTree
 
-    half = np.maximum(lengths, cx.AXLE_DEFAULT_LENGTH)[:, None] * np.abs(axles[:, 5:8]) + (REACH / 2 + 1e-6)
-    lo, hi = axles[:, 2:5] - half, axles[:, 2:5] + half
-    order = np.argsort(lo[:, 0], kind="stable")
-    swept = np.maximum(np.searchsorted(lo[order, 0], hi[order, 0]) - np.arange(len(order)) - 1, 0).sum()
-    if swept <= MAX_SWEPT_AXLE_PAIRS:
+    lo, hi = axle_box(axles[:, 2:5], axles[:, 5:8], lengths)
+    if swept_pairs(lo, hi) <= MAX_SWEPT_AXLE_PAIRS:
         found = list(overlapping_boxes(lo, hi))
         return np.concatenate([a for a, _ in found]), np.concatenate([b for _, b in found])
     codes = axles[:, 8].astype(np.int64)
-    reach = float(np.sqrt(3.0) * 2 * half.max())
+    reach = float(np.sqrt(3.0) * (hi - lo).max())
+    most = int(_axle_quota(lengths).max()) + 1
     found_i, found_j = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for t in np.unique(codes).tolist():
         theirs = np.flatnonzero(codes == t)
-        k = min(int(_axle_quota(lengths).max()) + 1, len(theirs))
+        k = min(most, len(theirs))
         _, near = cKDTree(axles[theirs, 2:5]).query(axles[:, 2:5], k=k, distance_upper_bound=reach)
         near = near.reshape(len(axles), k)
         hit = near < len(theirs)
