@@ -9,10 +9,12 @@ up to date. The whole object is plain data: it pickles, copies and compares with
 from __future__ import annotations
 
 import copy as _copy
+import gc
 import math
 import re
 from collections import ChainMap, Counter
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
@@ -356,12 +358,8 @@ class Assembly:
         if self.strict or self.pieces:
             return [self.add(part, colour, pose) for part, colour, pose in placed]
         outcomes = [self._place_unjoined(part, colour, pose) for part, colour, pose in placed]
-        spots: dict[tuple[str, bytes], int] = {}
-        for out in outcomes:
-            if out.ok and out.piece is not None:
-                spots.setdefault(spot_of(self.pieces[out.piece]), out.piece)
-        for c in jx.select(jx.scratch_candidates({pid: self.pieces[pid] for pid in spots.values()}), set()):
-            self._link(Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual))
+        for joint in joints_from_scratch({group[0]: self.pieces[group[0]] for group in spots(self.pieces)}):
+            self._link(joint)
         self._scratch_revision = self.revision
         return outcomes
 
@@ -904,6 +902,40 @@ def spot_of(piece: Piece) -> tuple[str, bytes]:
     """Where a piece sits: its part and its pose to 1e-6 LDU. Pieces with one spot are copies of each other, which
     the full check reports as one collision and whose joints it finds once."""
     return piece.part.stem, (np.round(piece.pose, 6) + 0.0).tobytes()
+
+
+def spots(pieces: dict[int, Piece]) -> list[list[int]]:
+    """Pieces grouped by placement: one part at one pose (to 1e-6 LDU) is one spot; ids sorted, spots in order
+    of their first id."""
+    groups: dict[tuple[str, bytes], list[int]] = {}
+    for pid in sorted(pieces):
+        groups.setdefault(spot_of(pieces[pid]), []).append(pid)
+    return list(groups.values())
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector during a burst of short-lived, cycle-free allocations (tens of thousands
+    of joint tuples): otherwise it runs dozens of times and scans every live object each time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
+    """Every joint among ``pieces`` by BrickNet's pairing rules; exclusive connectors keep their best partner."""
+    with _collector_paused():
+        return _joints_from_scratch(pieces)
+
+
+def _joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
+    chosen = jx.select(jx.scratch_candidates(pieces), set())
+    joints = [Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in chosen]
+    return sorted(joints, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
 
 
 def _frozen(pose: np.ndarray) -> np.ndarray:

@@ -21,20 +21,16 @@ overlapping parts apart, at great cost, and the model is invalid already).
 from __future__ import annotations
 
 import dataclasses
-import gc
 import math
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from brick_gym.core import connectors as cx
-from brick_gym.core import joints as jx
-from brick_gym.core.assembly import Assembly, Connection, Joint, Piece, colour_name, spot_of
+from brick_gym.core.assembly import Assembly, Connection, Joint, Piece, colour_name, joints_from_scratch, spots
 from brick_gym.core.collision import MAX_NARROW_PAIRS, all_collisions, collision_scan, describe_overlap
 from brick_gym.core.ldraw import PartCountExceeded
 from brick_gym.core.modelfile import LoadedModel, load
@@ -104,31 +100,6 @@ class Report:
         return "\n".join(lines)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector during a burst of short-lived, cycle-free allocations (tens of thousands
-    of joint tuples): otherwise it runs dozens of times and scans every live object each time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
-    """Every joint among ``pieces`` by BrickNet's pairing rules; exclusive connectors keep their best partner."""
-    with _collector_paused():
-        return _joints_from_scratch(pieces)
-
-
-def _joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
-    chosen = jx.select(jx.scratch_candidates(pieces), set())
-    joints = [Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in chosen]
-    return sorted(joints, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
-
-
 def components_of(piece_ids: list[int], joints: list[Joint]) -> list[list[int]]:
     """Connected components (sorted ids), largest first, ties by first id."""
     parent = {p: p for p in piece_ids}
@@ -147,15 +118,6 @@ def components_of(piece_ids: list[int], joints: list[Joint]) -> list[list[int]]:
     for p in sorted(piece_ids):
         groups.setdefault(root(p), []).append(p)
     return sorted(groups.values(), key=lambda c: (-len(c), c[0]))
-
-
-def spots(pieces: dict[int, Piece]) -> list[list[int]]:
-    """Pieces grouped by placement: one part at one pose (to 1e-6 LDU) is one spot; ids sorted, spots in order
-    of their first id."""
-    groups: dict[tuple[str, bytes], list[int]] = {}
-    for pid in sorted(pieces):
-        groups.setdefault(spot_of(pieces[pid]), []).append(pid)
-    return list(groups.values())
 
 
 def _ids(ids: tuple[int, ...] | list[int], shown: int = 6) -> str:
