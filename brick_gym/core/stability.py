@@ -610,7 +610,8 @@ def drop_test(
         for j in np.flatnonzero(np.diff(cuts)):
             points[j].append((world[order[cuts[j] : cuts[j + 1]]] - shift).reshape(-1, 3))
     starts = np.concatenate([[0], np.cumsum([len(c) for c in groups])[:-1]])
-    _refuse_crowds(np.minimum.reduceat(lo, starts, axis=0), np.maximum.reduceat(hi, starts, axis=0))
+    component_lo = np.minimum.reduceat(lo, starts, axis=0)
+    _refuse_crowds(component_lo, np.maximum.reduceat(hi, starts, axis=0))
     # World moments: ∫(Rx+t)(Rx+t)ᵀ = R S Rᵀ + R f tᵀ + t (R f)ᵀ + V t tᵀ; summed per component (labels run in order).
     rf = np.einsum("nij,nj->ni", rot, first)
     second = np.einsum("nij,njk,nlk->nil", rot, second, rot, optimize=True)
@@ -633,7 +634,7 @@ def drop_test(
     touching[labels[list(regions)]] = True
     falling = ~touching
     free_peak, free_done = _free_fall(rate_hz, steps, every, threshold_ldu) if falling.any() else (0.0, 0)
-    falling &= np.minimum.reduceat(lo[:, 2], starts) > free_peak + CONTACT_MARGIN_LDU
+    falling &= component_lo[:, 2] > free_peak + CONTACT_MARGIN_LDU
     free_done = free_done if falling.any() else 0
     simulated = np.flatnonzero(~falling)
     done = 0
