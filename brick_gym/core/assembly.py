@@ -694,7 +694,8 @@ class Assembly:
         if rule is not None:
             found = self._lattice_joints(piece.id, *rule)
             if len(self.pieces) > len(self._lattice_ids):  # pieces off the rule: ask the connector grid for those
-                self._index(set(self._loaded))
+                if self._loaded:
+                    self._index(set(self._loaded))
                 lattice = self._lattice_ids
                 found += [
                     c for c in self._grid_joints(piece) if (c.b[0] if c.a[0] == piece.id else c.a[0]) not in lattice

@@ -363,7 +363,8 @@ class ConnectorGrid:
         for k, (i, j, f) in enumerate(zip(ii.tolist(), jj.tolist(), fam.tolist(), strict=True)):
             group = self._members[reps[j]]
             if len(group) > 1 and f != AXLE and linked is not None:
-                free = [(k, s) for k, s in zip(self._member_keys[reps[j]], group, strict=True) if not linked(k)]
+                keys = self._member_keys[reps[j]]
+                free = [(key, slot) for key, slot in zip(keys, group, strict=True) if not linked(key)]
                 group = [s for _, s in heapq.nsmallest(wanted[j], free)]
             a_rows.extend([i] * len(group))
             b_slots.extend(group)
