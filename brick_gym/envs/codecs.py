@@ -33,7 +33,7 @@ from brick_gym.envs.palette import YAWS, PaletteSlot, mating_combos
 if TYPE_CHECKING:
     from gymnasium import spaces
 
-    from brick_gym.envs.proposals import TargetRanking
+    from brick_gym.envs.proposals import Offers, TargetRanking
 
 ENCODINGS = ("factored", "candidates")
 
@@ -415,33 +415,20 @@ class CandidateCodec:
     def _listing(
         self, assembly: Assembly, targets: Sequence[ConnectorRef], ranking: TargetRanking | None = None
     ) -> list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]]:
-        """Legal placements (palette index, placement, pose, agreement with the target or None). First those
-        ``ranking`` puts first when one is given (tasks with a target: placements that fill the unbuilt target;
-        box parts it knows to be legal are taken without a dry run), then round-robin over target slots, each slot
-        starting at a different palette slot, so that every region of the model and every part and colour is
-        offered; those are checked with a (memoised) dry run."""
+        """Legal placements (palette index, placement, pose, agreement with the target or None), at most
+        ``max_attempts`` tried. With ``ranking`` (tasks with a target), those that fill the unbuilt target come
+        first, best first (:meth:`TargetRanking.offers`); then, and without a ranking, round-robin over target
+        slots, each slot starting at a different palette slot, so that every region of the model and every part and
+        colour is offered. A placement whose legality the grid does not know is checked with a (memoised) dry run."""
         stock = _in_stock(assembly, self.palette)
         if not any(stock):
             return []
-        out: list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]] = []
-        attempts = 0
-        seen: set[tuple] = set()
         if ranking is not None:
-            for r in ranking.ranked(assembly, targets, stock, min(self.max_attempts, 4 * self.max_candidates)):
-                seen.add(LegalityMemo.key(r.placement))
-                attempts += 1
-                if r.verdict if r.verdict is not None else self.memo.legal(assembly, r.placement):
-                    out.append((r.slot, r.placement, r.pose, r.agreement))
-                    if len(out) >= self.max_candidates:
-                        return out
-                if attempts >= self.max_attempts:
-                    return out
+            return self._offered(assembly, targets, ranking, stock)
+        out: list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]] = []
         in_stock = [p for p, ok in enumerate(stock) if ok]
         options = _round_robin([self._options(assembly, t, in_stock, n) for n, t in enumerate(targets)])
-        for slot, placement in options:
-            if seen and LegalityMemo.key(placement) in seen:
-                continue
-            attempts += 1
+        for attempts, (slot, placement) in enumerate(options, start=1):
             if self.memo.legal(assembly, placement):
                 out.append((slot, placement, self.memo.pose(assembly, placement), None))  # type: ignore[arg-type]
                 if len(out) >= self.max_candidates:
@@ -449,6 +436,42 @@ class CandidateCodec:
             if attempts >= self.max_attempts:
                 break
         return out
+
+    def _offered(
+        self, assembly: Assembly, targets: Sequence[ConnectorRef], ranking: TargetRanking, stock: list[bool]
+    ) -> list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]]:
+        """:meth:`_listing` with a ranking: the ranking's offers in order, the round-robin part only as deep as the
+        list needs, dry runs only where the grid does not know the verdict."""
+        offers = ranking.offers(assembly, targets, stock, min(self.max_attempts, 4 * self.max_candidates))
+        depth = 1
+        while True:
+            rows, slots, complete = offers.sequence(depth)
+            rows, slots = rows[: self.max_attempts], slots[: self.max_attempts]
+            legal = self._resolve(assembly, offers, rows, slots)
+            if len(legal) >= self.max_candidates or complete or len(rows) >= self.max_attempts:
+                break
+            depth *= 2
+        chosen = legal[: self.max_candidates]
+        rows, slots = rows[chosen], slots[chosen]
+        poses, agreement = offers.poses(rows), offers.agreement(rows, slots).tolist()
+        return [
+            (int(s), offers.placement(int(r), int(s)), pose, (a[0], a[1]))
+            for r, s, pose, a in zip(rows, slots, poses, agreement, strict=True)
+        ]
+
+    def _resolve(self, assembly: Assembly, offers: Offers, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Positions of the legal placements among ``rows`` (in order), dry-running those the grid does not know
+        until ``max_candidates`` are legal."""
+        verdicts = offers.verdicts[rows].copy()
+        known = np.cumsum(verdicts == 1)
+        found = 0
+        for u in np.flatnonzero(verdicts < 0).tolist():
+            if known[u] + found >= self.max_candidates:
+                break
+            ok = self.memo.legal(assembly, offers.placement(int(rows[u]), int(slots[u])))
+            verdicts[u] = ok
+            found += ok
+        return np.flatnonzero(verdicts == 1)
 
     def _options(
         self, assembly: Assembly, target: ConnectorRef, in_stock: list[int], rotation: int

@@ -13,7 +13,7 @@ built cell and no piece off the lattice is legal without a dry run; one that mee
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -37,22 +37,6 @@ _TURNS = np.array(
     dtype=np.float64,
 )
 """The upright rotations by quarter turn q (``occupancy.quarter_turns`` reads them back as q)."""
-
-Verdict = bool | None
-"""A placement's legality when known without a dry run: True, False, or None (ask the assembly)."""
-
-
-@dataclass(frozen=True)
-class Ranked:
-    """One ranked placement: its palette slot, the placement, what is known of its legality, the pose it gives
-    the new part, and its agreement with the target (fraction of its cells the target fills, and fills in its
-    colour)."""
-
-    slot: int
-    placement: Placement
-    verdict: Verdict
-    pose: np.ndarray
-    agreement: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -87,7 +71,7 @@ def _turned_bounds(stem: str) -> np.ndarray:
 
 
 class TargetRanking:
-    """Orders placements for one target; :meth:`order` is what :class:`CandidateCodec` tries, best first."""
+    """Orders placements for one target; :meth:`offers` is what :class:`CandidateCodec` tries, in order."""
 
     def __init__(self, target: TargetProgress | VoxelGrid, palette: Sequence[PaletteSlot]) -> None:
         """``target``: the episode's progress state, or a target grid (which then gets its own)."""
@@ -106,12 +90,15 @@ class TargetRanking:
         stem_of = np.empty(len(self.palette), dtype=np.int64)
         for k, option in enumerate(self._stems):
             stem_of[list(option.slots)] = k
-        self._stem_of_slot = stem_of
+        self._slots_of_stem = np.arange(len(self._stems))[:, None] == stem_of[None, :]
+        """(stems, P): which palette slots use each part."""
         missing = len(colours)  # a colour the target lacks: its channel is the always-empty one past the last
         self._channel_of_slot = np.array(
             [1 + (colours.index(s.colour) if s.colour in colours else missing) for s in self.palette], dtype=np.int64
         )
         self._table = _table(self._stems)
+        self._row_base = np.cumsum([0] + [len(o.local) for o in self._stems[:-1]]).astype(np.int64)
+        """Index of each part's first row in the table (rows are part-major, then source * 4 + yaw)."""
         self._mates: dict[tuple[str, str, str | None], np.ndarray] = {}
         self._slot_rows: dict[ConnectorRef, tuple[object, np.ndarray, np.ndarray]] = {}
         self._sums: dict[ConnectorRef, tuple[np.ndarray, int, int, np.ndarray]] = {}
@@ -141,24 +128,17 @@ class TargetRanking:
             box,
         )
 
-    def order(
-        self, assembly: Assembly, targets: Sequence[ConnectorRef], stock: Sequence[bool], limit: int
-    ) -> list[Ranked]:
-        """:meth:`ranked` as a list."""
-        return list(self.ranked(assembly, targets, stock, limit))
-
-    def ranked(
-        self, assembly: Assembly, targets: Sequence[ConnectorRef], stock: Sequence[bool], limit: int
-    ) -> Iterator[Ranked]:
-        """Up to ``limit`` placements at ``targets`` whose piece would fill some unbuilt target cell, best first,
-        made one by one as they are taken. Only in-stock parts whose source mates the slot; score = (unbuilt
-        target cells in the piece's cells + those in its colour) / its cells; placements known to collide are
-        dropped, those that may collide (they meet a built cell where the grid is not certain) come after the
-        rest; ties go to the larger piece, then slot, palette, source, yaw order. A part in a colour filling the
-        same cells is listed once. Each slot's counts are kept between steps and recounted only where a new
-        piece changed cells."""
-        if not targets or not any(stock):
-            return
+    def offers(self, assembly: Assembly, targets: Sequence[ConnectorRef], stock: Sequence[bool], limit: int) -> Offers:
+        """This step's placements at ``targets`` in the order the candidate codec tries them (see :class:`Offers`),
+        the ranked ones being up to ``limit`` placements whose piece would fill some unbuilt target cell, best
+        first. Only in-stock parts whose source mates the slot; score = (unbuilt target cells in the piece's cells
+        + those in its colour) / its cells; placements known to collide are dropped, those that may collide (they
+        meet a built cell where the grid is not certain) come after the rest; ties go to the larger piece, then
+        slot, palette, source, yaw order. A part in a colour filling the same cells is ranked once. Each slot's
+        counts are kept between steps and recounted only where a new piece changed cells."""
+        stock_mask = np.asarray(stock, dtype=bool)
+        if not targets or not stock_mask.any():
+            return Offers.nothing(self, assembly, targets)
         progress = self.progress
         progress.sync(assembly)
         rows, sums, goals, t_of = self._counted(assembly, targets)
@@ -167,8 +147,9 @@ class TargetRanking:
         inside = np.all(a >= 0, axis=1) & np.all(b < np.asarray(progress.shape), axis=1)
         certain = inside & (rows[:, 9] == 1) & (sums[:, 2] == 0)
         built = sums[:, 1] > 0
+        verdicts = np.where(certain, np.where(built, 0, 1), -1).astype(np.int8)
         hit = np.flatnonzero((sums[:, 0] > 0) & ~(certain & built))
-        usable = (rows[hit, :1] == self._stem_of_slot[None, :]) & np.asarray(stock, dtype=bool)[None, :]
+        usable = self._slots_of_stem[rows[hit, 0]] & stock_mask[None, :]
         i, p = np.nonzero(usable)
         r = hit[i]
         score = (sums[r, 0] + sums[r, 2 + self._channel_of_slot[p]]) / volume[r]
@@ -177,34 +158,20 @@ class TargetRanking:
             best = np.argpartition(maybe_blocked * 10.0 - score, 4 * limit)[: 4 * limit]
             r, p, maybe_blocked, score = r[best], p[best], maybe_blocked[best], score[best]
         order = np.lexsort((rows[r, 1], p, t_of[r], -volume[r], -score, maybe_blocked))
-        seen: set[tuple[int, ...]] = set()
-        given = 0
-        for n in order.tolist():
-            row, slot = rows[r[n]], int(p[n])
-            key = (slot, *row[2:9].tolist())
-            if key in seen:
-                continue
-            seen.add(key)
-            yield self._make(assembly, targets[int(t_of[r[n]])], row, goals[r[n]], slot, bool(certain[r[n]]))
-            given += 1
-            if given >= limit:
-                return
+        r, p = r[order], p[order]
+        first = _first_of_each(np.column_stack([p, rows[r, 2:9]]))[:limit]
+        return Offers(self, assembly, targets, rows, goals, t_of, verdicts, stock_mask, r[first], p[first])
 
-    def _make(
-        self, assembly: Assembly, target: ConnectorRef, row: np.ndarray, goal: np.ndarray, slot: int, certain: bool
-    ) -> Ranked:
-        """The :class:`Ranked` of one row for one palette slot."""
-        k, j = int(row[0]), int(row[1])
+    def placement(self, target: ConnectorRef, row: np.ndarray, slot: int) -> Placement:
+        """The placement of one row (part, source and yaw at ``target``) for palette ``slot``."""
         palette = self.palette[slot]
-        option = self._stems[k]
-        placement = Placement(
-            palette.stem, palette.colour, target, option.source_refs[j // len(YAWS)], YAWS[j % len(YAWS)]
-        )
-        pose = assembly.connector_frame(target) @ option.local[j]
-        channel = int(self._channel_of_slot[slot])
-        vol = float(row[10])
-        agreement = (goal[0] / vol, (goal[channel] if channel < len(goal) else 0) / vol)
-        return Ranked(slot, placement, True if certain else None, pose, agreement)
+        j = int(row[1])
+        source = self._stems[int(row[0])].source_refs[j // len(YAWS)]
+        return Placement(palette.stem, palette.colour, target, source, YAWS[j % len(YAWS)])
+
+    def local(self, rows: np.ndarray) -> np.ndarray:
+        """(n, 4, 4) transforms from the target connector's frame to the new part of rows."""
+        return self._table.local[self._row_base[rows[:, 0]] + rows[:, 1]]
 
     def _counted(
         self, assembly: Assembly, targets: Sequence[ConnectorRef]
@@ -284,9 +251,10 @@ class TargetRanking:
         return code
 
     def _rows(self, assembly: Assembly, ref: ConnectorRef) -> tuple[np.ndarray, np.ndarray]:
-        """(n, 11) int rows (part, source * 4 + yaw, box low (3), box high (3), shape code, on the lattice, cells)
-        of every placement at ``ref`` whose source mates it, boxes in cells of the progress arrays; the shape code
-        is −1 for parts that fill their box, else the index of their cells in :attr:`_shapes`. Memoised per host
+        """(n, 12) int rows (part, source * 4 + yaw, box low (3), box high (3), shape code, on the lattice, cells,
+        depth) of every placement at ``ref`` whose source mates it, boxes in cells of the progress arrays; the shape
+        code is −1 for parts that fill their box, else the index of their cells in :attr:`_shapes`; the depth is
+        the row's place among its part's rows at this slot (the connector order's round). Memoised per host
         piece object; a slot on an upright connector costs a few array operations over every part at once. With
         the rows, their (n, 1 + colours) target counts (cells, cells per colour: the target does not change)."""
         host = assembly.pieces[ref.piece]
@@ -298,7 +266,7 @@ class TargetRanking:
         t = self._table
         sel = np.flatnonzero(self._mating_rows(t_conn))
         if not len(sel):
-            rows = np.zeros((0, 11), dtype=np.int64)
+            rows = np.zeros((0, 12), dtype=np.int64)
             goals = np.zeros((0, 1 + len(self.progress.colours)), dtype=np.int64)
             self._slot_rows[ref] = (host, rows, goals)
             return rows, goals
@@ -313,6 +281,7 @@ class TargetRanking:
             edges = (up + t.box[sel, quarters]) / self._pitch
             on_grid = t.box_part[sel] & np.all(np.abs(edges - np.round(edges)) < 1e-6, axis=1)
         else:
+            quarters = None
             poses = frame @ local
             lo_up, hi_up = np.zeros((len(sel), 3)), np.zeros((len(sel), 3))
             for k in np.unique(t.stem[sel]):
@@ -335,7 +304,9 @@ class TargetRanking:
                     shape[n] = self._shape_code(self._stems[int(t.stem[sel[n]])].stem, frame @ local[n], a[n])
         volume = np.maximum(np.prod(np.maximum(b - a + 1, 0), axis=1), 1)
         goals = box_sums(self.progress.goal_tables, a, b)
-        rows = np.column_stack([t.stem[sel], t.option[sel], a, b, shape, (on_grid & self.progress.lattice), volume])
+        stems = t.stem[sel]  # ascending: the table is part-major
+        depth = np.arange(len(sel)) - np.searchsorted(stems, stems)
+        rows = np.column_stack([stems, t.option[sel], a, b, shape, (on_grid & self.progress.lattice), volume, depth])
         rows = rows.astype(np.int64)
         for code in np.unique(shape[slopes]) if len(slopes) else ():
             idx = np.flatnonzero(shape == code)
@@ -353,6 +324,122 @@ class TargetRanking:
         if hit is None:
             hit = self._mates[key] = np.array([cx.mates(target, c) for c in self._table.source], dtype=bool)
         return hit
+
+
+@dataclass(frozen=True)
+class Offers:
+    """One step's placements in the order :class:`~brick_gym.envs.codecs.CandidateCodec` tries them, as arrays:
+    the ranked ones first, then every other one in the connector order's round-robin (each target slot starting
+    at its own palette slot, as the codec orders them without a target). Each row carries its legality when the
+    grid knows it (1 legal, 0 colliding, −1 ask the assembly), so box parts on the lattice need no dry run, and
+    no object is made for a placement that is not listed."""
+
+    ranking: TargetRanking
+    assembly: Assembly
+    targets: Sequence[ConnectorRef]
+    rows: np.ndarray
+    """(m, 12) the rows of every target slot, concatenated (see :meth:`TargetRanking._rows`)."""
+    goals: np.ndarray
+    """(m, 1 + colours) target cells in each row's cells, and those per colour."""
+    t_of: np.ndarray
+    """(m,) each row's index in ``targets``."""
+    verdicts: np.ndarray
+    """(m,) int8 legality of each row as far as the grid knows it (stock aside)."""
+    stock: np.ndarray
+    """(P,) which palette slots are in stock."""
+    ranked_rows: np.ndarray
+    ranked_slots: np.ndarray
+
+    @classmethod
+    def nothing(cls, ranking: TargetRanking, assembly: Assembly, targets: Sequence[ConnectorRef]) -> Offers:
+        """No placement at all (no target slot, or nothing in stock)."""
+        none = np.zeros(0, dtype=np.int64)
+        return cls(
+            ranking,
+            assembly,
+            targets,
+            np.zeros((0, 12), dtype=np.int64),
+            np.zeros((0, 1), dtype=np.int64),
+            none,
+            np.zeros(0, dtype=np.int8),
+            np.zeros(len(ranking.palette), dtype=bool),
+            none,
+            none,
+        )
+
+    def ranked(self) -> list[tuple[int, Placement]]:
+        """The ranked placements as (palette slot, placement), best first."""
+        pairs = zip(self.ranked_rows.tolist(), self.ranked_slots.tolist(), strict=True)
+        return [(p, self.placement(r, p)) for r, p in pairs]
+
+    def sequence(self, depth: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(rows, palette slots) of the ranked placements, then of the round-robin ones as far as the first
+        ``depth`` rows of each part at each target slot fix their order (the ranked ones are not repeated), and
+        whether that is all of them."""
+        r, p, complete = self._round_robin(depth)
+        seen = np.zeros(len(self.rows), dtype=bool)
+        seen[self.ranked_rows] = True  # a ranked (slot, part, source, yaw) is not tried again in another colour
+        keep = ~seen[r]
+        return np.concatenate([self.ranked_rows, r[keep]]), np.concatenate([self.ranked_slots, p[keep]]), complete
+
+    def _round_robin(self, depth: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The connector order over rows of depth < ``depth``: slot n's placements go part by part through the
+        in-stock palette rotated to start at n, round after round of (source, yaw); the slots take turns, one
+        placement each. Cut after the last round that every slot with deeper rows fills."""
+        rows, t_of, stock = self.rows, self.t_of, self.stock
+        by_stem = self.ranking._slots_of_stem & stock[None, :]
+        live = by_stem.any(axis=1)[rows[:, 0]] if len(rows) else np.zeros(0, dtype=bool)
+        pick = np.flatnonzero(live & (rows[:, 11] < depth))
+        i, p = np.nonzero(by_stem[rows[pick, 0]])
+        r = pick[i]
+        n = t_of[r]
+        in_stock = np.flatnonzero(stock)
+        start = np.searchsorted(in_stock, n % len(stock))
+        rot = (np.cumsum(stock)[p] - 1 - start) % max(len(in_stock), 1)
+        order = np.lexsort((rot, rows[r, 11], n))
+        r, p, n = r[order], p[order], n[order]
+        counts = np.bincount(n, minlength=len(self.targets))
+        k = np.arange(len(r)) - (np.cumsum(counts) - counts)[n]
+        deepest = np.full(len(self.targets), -1, dtype=np.int64)
+        np.maximum.at(deepest, t_of[live], rows[live, 11])
+        open_slots = deepest >= depth
+        complete = not open_slots.any()
+        if not complete:
+            keep = k < counts[open_slots].min()
+            r, p, n, k = r[keep], p[keep], n[keep], k[keep]
+        final = np.lexsort((n, k))
+        return r[final], p[final], complete
+
+    def placement(self, row: int, slot: int) -> Placement:
+        """The placement of ``rows[row]`` for palette ``slot``."""
+        return self.ranking.placement(self.targets[int(self.t_of[row])], self.rows[row], slot)
+
+    def poses(self, rows: np.ndarray) -> np.ndarray:
+        """(n, 4, 4) the poses the rows give their new part."""
+        if not len(rows):
+            return np.zeros((0, 4, 4))
+        frames = np.stack([self.assembly.connector_frame(self.targets[int(t)]) for t in self.t_of[rows]])
+        return frames @ self.ranking.local(self.rows[rows])
+
+    def agreement(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """(n, 2) fraction of each row's cells the target fills, and fills in the slot's colour."""
+        goals = self.goals[rows]
+        channel = self.ranking._channel_of_slot[slots]
+        present = channel < goals.shape[1]
+        colour = np.where(present, goals[np.arange(len(rows)), np.minimum(channel, goals.shape[1] - 1)], 0)
+        volume = self.rows[rows, 10].astype(np.float64)
+        return np.column_stack([goals[:, 0] / volume, colour / volume])
+
+
+def _first_of_each(keys: np.ndarray) -> np.ndarray:
+    """Ascending positions of the first row of each distinct row of ``keys`` (n, k) ints."""
+    if len(keys) < 2:
+        return np.arange(len(keys))
+    order = np.lexsort(keys.T[::-1])  # stable: within equal keys, the earliest position comes first
+    ordered = keys[order]
+    new = np.ones(len(keys), dtype=bool)
+    new[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    return np.sort(order[new])
 
 
 def _same_piece(a: object, b: object) -> bool:
@@ -412,4 +499,4 @@ def _table(stems: Sequence[_StemOptions]) -> _Table:
     )
 
 
-__all__ = ["Ranked", "TargetRanking", "Verdict"]
+__all__ = ["Offers", "TargetRanking"]

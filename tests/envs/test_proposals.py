@@ -71,11 +71,11 @@ def test_ranked_scores_match_an_exact_count_and_never_increase() -> None:
     task = task_for(target)
     ranking = TargetRanking(task.target_voxels, task.palette)
     targets = target_slots(asm, task.palette, 256)
-    ranked = ranking.order(asm, targets, _in_stock(asm, task.palette), 300)
+    ranked = ranking.offers(asm, targets, _in_stock(asm, task.palette), 300).ranked()
     grid = task.target_voxels
     built = voxelize(asm, grid.pitch, grid.offset).to_dense(grid.shape, grid.origin)
     scores, blocked = [], []
-    for slot_index, placement in ((r.slot, r.placement) for r in ranked):
+    for slot_index, placement in ranked:
         slot = task.palette[slot_index]
         pose = asm.pose_for(placement)
         cells = voxelize([(slot.stem, slot.colour, pose)], grid.pitch, grid.offset).indices() - np.asarray(grid.origin)
@@ -84,7 +84,7 @@ def test_ranked_scores_match_an_exact_count_and_never_increase() -> None:
         free = grid.occupancy[i, u, k] & ~built[i, u, k]
         scores.append((free.sum() + (free & (grid.colours[i, u, k] == slot.colour)).sum()) / len(cells))
         blocked.append(bool(built[i, u, k].any()))
-    assert len(ranked) > 50 and "3039" in {task.palette[r.slot].stem for r in ranked}
+    assert len(ranked) > 50 and "3039" in {task.palette[slot].stem for slot, _ in ranked}
     assert min(scores) > 0
     assert blocked == sorted(blocked)  # the blocked ones last
     clean = [s for s, b in zip(scores, blocked, strict=True) if not b]
@@ -132,9 +132,9 @@ def test_ranking_leaves_stock_and_validity_rules_to_the_codec() -> None:
 
     targets = target_slots(asm, task.palette, 64)
     stock = [False] * len(task.palette)
-    assert ranking.order(asm, targets, stock, 50) == []
+    assert ranking.offers(asm, targets, stock, 50).ranked() == []
     stock[3] = True
-    assert {r.slot for r in ranking.order(asm, targets, stock, 50)} <= {3}
+    assert {slot for slot, _ in ranking.offers(asm, targets, stock, 50).ranked()} <= {3}
 
 
 def test_candidate_rows_flag_exact_fits_and_carry_their_place_in_the_list() -> None:
@@ -198,3 +198,48 @@ def test_any_action_sequence_on_a_target_guided_list_is_safe(actions: list, seed
             assert info["invalid_reason"] is None
         if terminated or truncated:
             break
+
+
+def _listed_the_slow_way(base) -> list[tuple[int, Placement]]:
+    """The candidate list built from objects, every placement dry-run: the ranked placements, then the connector
+    order's round-robin without the ranked (slot, part, source, yaw), cut at N legal or the attempt limit."""
+    from brick_gym.envs.codecs import CandidateCodec, LegalityMemo, _round_robin
+
+    asm, codec, targets = base.assembly, base.codec, base.view.targets
+    fresh = CandidateCodec(codec.palette, codec.max_candidates, codec.max_attempts)
+    stock = _in_stock(asm, codec.palette)
+    if not any(stock):
+        return []
+    limit = min(codec.max_attempts, 4 * codec.max_candidates)
+    ranked = base.episode.ranking.offers(asm, targets, stock, limit).ranked()
+    seen = {LegalityMemo.key(p) for _, p in ranked}
+    in_stock = [p for p, ok in enumerate(stock) if ok]
+    rest = _round_robin([fresh._options(asm, t, in_stock, n) for n, t in enumerate(targets)])
+    tried = ranked + [(s, p) for s, p in rest if LegalityMemo.key(p) not in seen]
+    out = []
+    for slot, placement in tried[: codec.max_attempts]:
+        if fresh.memo.legal(asm, placement):
+            out.append((slot, placement))
+            if len(out) == codec.max_candidates:
+                break
+    return out
+
+
+def test_the_array_listing_is_the_object_listing_with_every_verdict_a_dry_run() -> None:
+    """Along random episodes (slopes included), the target-guided list made from arrays, with legality from the
+    occupancy grid where it is certain, equals the list made placement by placement with a dry run each."""
+    from brick_gym.rl.baselines import RandomMaskedAgent
+
+    env = _fidelity_env(split="test")
+    agent = RandomMaskedAgent(4)
+    states = 0
+    for seed in range(2):
+        env.reset(seed=seed)
+        for _ in range(25):
+            base = env.unwrapped
+            assert base.view.candidates == _listed_the_slow_way(base)
+            states += 1
+            _, _, terminated, truncated, _ = env.step(agent.act(env))
+            if terminated or truncated:
+                break
+    assert states > 40
