@@ -103,6 +103,15 @@ def cells(rng: Range) -> Iterator[tuple[int, int, int]]:
 @cache
 def box_shape(stem: str) -> BoxShape | None:
     """The part's box shape when it is a box part (see the module docstring), else None. Cached per part."""
+    shape = contained_shape(stem)
+    return shape if shape is not None and _solid_top_and_walls(stem, _nominal(shape)) else None
+
+
+@cache
+def contained_shape(stem: str) -> BoxShape | None:
+    """The cell box of a part that stays inside it (studs on top aside) and takes a stud under every cell of its
+    underside, solid or not (box parts, and slopes such as 3039), else None. Such a part cannot collide with
+    anything whose cells, studs aside, miss its box. Cached per part."""
     from brick_gym.core.catalog import catalog
     from brick_gym.core.meshes import MeshUnavailable, collision_mesh
 
@@ -114,7 +123,7 @@ def box_shape(stem: str) -> BoxShape | None:
     nominal = _nominal_box(mesh.bounds)
     if nominal is None or not _inside_box_and_studs(mesh.vertices, nominal, part):
         return None
-    if not _solid_top_and_walls(stem, nominal) or not _takes_studs_below(stem, nominal):
+    if not _takes_studs_below(stem, nominal):
         return None
     (x0, y0, z0), (x1, y1, z1) = nominal
     turned = []
@@ -126,6 +135,12 @@ def box_shape(stem: str) -> BoxShape | None:
         lo, hi = world.min(axis=0), world.max(axis=0)
         turned.append(((lo[0], -hi[1], lo[2]), (hi[0], -lo[1], hi[2])))
     return BoxShape(stem, tuple(tuple(tuple(float(v) for v in c) for c in pair) for pair in turned))  # type: ignore[misc]
+
+
+def _nominal(shape: BoxShape) -> tuple[np.ndarray, np.ndarray]:
+    """The whole-cell box (LDraw frame) of a shape, back from its unturned corners."""
+    (x0, up0, z0), (x1, up1, z1) = shape.turned[0]
+    return np.array([x0, -up1, z0]), np.array([x1, -up0, z1])
 
 
 def _nominal_box(bounds: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.occupancy import range_of_bounds, studs_reach
+from brick_gym.core.occupancy import cell_range, contained_shape, range_of_bounds, studs_reach
 from brick_gym.core.voxels import DEFAULT_PITCH, VoxelGrid, voxelize
 
 MARGIN = (4, 3, 4)
@@ -139,8 +139,6 @@ class TargetProgress:
             self._fill(box, fresh, piece.colour)
             self.changes.append((lo, hi))
             return
-        from brick_gym.core.collision import world_aabb
-
         cells = voxelize([piece], self.target.pitch, self.target.offset).indices() - self.origin
         inside = np.all((cells >= 0) & (cells < self.shape), axis=1)
         self.overflow += int(not inside.all())
@@ -150,7 +148,7 @@ class TargetProgress:
             fresh = ~self.built[idx]
             idx = tuple(i[fresh] for i in idx)
             self._fill(idx, np.ones(len(idx[0]), dtype=bool), piece.colour)
-        i0, j0, k0, i1, j1, k1 = studs_reach(range_of_bounds(*world_aabb(piece.part.stem, piece.pose)))
+        i0, j0, k0, i1, j1, k1 = self._uncertain_range(piece)
         lo = np.maximum(np.array([i0, j0, k0]) - self.origin, 0)
         hi = np.minimum(np.array([i1, j1, k1]) - self.origin, np.asarray(self.shape) - 1)
         if np.all(hi >= lo):
@@ -158,6 +156,18 @@ class TargetProgress:
         if len(cells):  # the piece's cells lie inside its bounding cells, except where those were clipped
             lo, hi = np.minimum(lo, cells.min(axis=0)), np.maximum(hi, cells.max(axis=0))
         self.changes.append((lo, hi))
+
+    def _uncertain_range(self, piece: Any) -> tuple[int, int, int, int, int, int]:
+        """The cells where a piece that is not a box part on the lattice leaves box verdicts to the narrow phase:
+        a contained part's own cells when it sits on the lattice (it stays inside them and takes studs from
+        below), else its bounding cells and the layer under them (box parts there reach into it with studs)."""
+        shape = contained_shape(piece.part.stem) if self.lattice else None
+        rng = cell_range(shape, piece.pose) if shape is not None else None
+        if rng is not None:
+            return rng
+        from brick_gym.core.collision import world_aabb
+
+        return studs_reach(range_of_bounds(*world_aabb(piece.part.stem, piece.pose)))
 
     def _fill(self, where: Any, fresh: np.ndarray, colour: int) -> None:
         """Mark the ``fresh`` cells of ``where`` built in ``colour`` (cells already built keep their piece)."""

@@ -22,7 +22,7 @@ import numpy as np
 from brick_gym.core import connectors as cx
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
 from brick_gym.core.catalog import Connector
-from brick_gym.core.occupancy import box_shape, quarter_turns
+from brick_gym.core.occupancy import box_shape, contained_shape, quarter_turns
 from brick_gym.core.progress import TargetProgress, box_sums
 from brick_gym.core.voxels import VoxelGrid, cell_ranges, fills_its_box, voxelize, world_bounds
 from brick_gym.envs.palette import YAWS, PaletteSlot
@@ -37,6 +37,12 @@ _TURNS = np.array(
     dtype=np.float64,
 )
 """The upright rotations by quarter turn q (``occupancy.quarter_turns`` reads them back as q)."""
+
+
+OTHER, BOX, CONTAINED = 0, 1, 2
+"""What the grid knows of a part on the lattice (rows' column 9): nothing (the assembly decides), that it is a box
+part (its cells are its collision shape: a box that meets a built box part collides), or that it is contained
+(it stays inside its cells and takes studs below: a box that meets nothing built is legal, anything else asks)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,9 @@ class _StemOptions:
     bounds: np.ndarray
     """(4, 2, 3) low/high corners (x, up, z, LDU) of the part's mesh bounds per quarter turn, in its own frame."""
     box: np.ndarray | None
-    """(4, 3) low corner (x, up, z) of a box part's whole-cell box per quarter turn (None for other parts)."""
+    """(4, 3) low corner (x, up, z) of a contained part's whole-cell box per quarter turn (None for others)."""
+    kind: int
+    """:data:`BOX`, :data:`CONTAINED` or :data:`OTHER`."""
 
 
 @cache
@@ -113,10 +121,11 @@ class TargetRanking:
         sources = tuple(part.connector(g, i) for g, i in refs)
         local = np.concatenate([_local_transforms(c.family, c) for c in sources])
         quarters = [quarter_turns(m) for m in local]
-        shape = box_shape(stem)
+        shape = contained_shape(stem)
         box = None
         if shape is not None:
             box = np.array([lo for lo, _ in shape.turned], dtype=np.float64)
+        kind = BOX if box_shape(stem) is not None else CONTAINED if shape is not None else OTHER
         return _StemOptions(
             stem,
             slots,
@@ -126,6 +135,7 @@ class TargetRanking:
             None if any(q is None for q in quarters) else np.array(quarters, dtype=np.int64),
             _turned_bounds(stem),
             box,
+            kind,
         )
 
     def offers(self, assembly: Assembly, targets: Sequence[ConnectorRef], stock: Sequence[bool], limit: int) -> Offers:
@@ -145,10 +155,11 @@ class TargetRanking:
         a, b = rows[:, 2:5], rows[:, 5:8]
         volume = rows[:, 10]
         inside = np.all(a >= 0, axis=1) & np.all(b < np.asarray(progress.shape), axis=1)
-        certain = inside & (rows[:, 9] == 1) & (sums[:, 2] == 0)
         built = sums[:, 1] > 0
-        verdicts = np.where(certain, np.where(built, 0, 1), -1).astype(np.int8)
-        hit = np.flatnonzero((sums[:, 0] > 0) & ~(certain & built))
+        free = inside & (rows[:, 9] != OTHER) & (sums[:, -1] == 0)
+        blocked = inside & (rows[:, 9] == BOX) & (sums[:, 2] == 0) & built
+        verdicts = np.where(free, 1, np.where(blocked, 0, -1)).astype(np.int8)
+        hit = np.flatnonzero((sums[:, 0] > 0) & ~blocked)
         usable = self._slots_of_stem[rows[hit, 0]] & stock_mask[None, :]
         i, p = np.nonzero(usable)
         r = hit[i]
@@ -176,7 +187,8 @@ class TargetRanking:
     def _counted(
         self, assembly: Assembly, targets: Sequence[ConnectorRef]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Every slot's rows (concatenated), their counts (left, built, uncertain, left per colour, an empty colour),
+        """Every slot's rows (concatenated), their counts (left, built, uncertain, left per colour, an empty colour,
+        built or uncertain over the whole box),
         their target counts and their slot index. Each slot's counts are kept between steps; only rows whose cells a
         piece added since touches are counted again, all slots at once."""
         progress = self.progress
@@ -185,7 +197,7 @@ class TargetRanking:
         goals = np.concatenate([g for _, g in per_slot])
         lengths = [len(r) for r, _ in per_slot]
         t_of = np.repeat(np.arange(len(targets)), lengths)
-        width = 3 + len(progress.colours) + 1
+        width = 3 + len(progress.colours) + 2
         sums = np.zeros((len(rows), width), dtype=np.int64)
         stale = np.zeros(len(rows), dtype=bool)
         since = np.zeros(len(rows), dtype=np.int64)
@@ -217,12 +229,13 @@ class TargetRanking:
         return rows, sums, goals, t_of
 
     def _count(self, rows: np.ndarray) -> np.ndarray:
-        """(n, 3 + colours + 1) counts of rows over the progress arrays (non-box parts over their own cells)."""
+        """(n, 3 + colours + 2) counts of rows over the progress arrays (parts that do not fill their box over
+        their own cells, but the last column, built or uncertain cells, over the box: what legality asks)."""
         progress = self.progress
         a, b = rows[:, 2:5], rows[:, 5:8]
         main = box_sums(progress.tables(), a, b)
         colours = box_sums(progress.colour_tables(), a, b)
-        sums = np.concatenate([main, colours], axis=1)
+        sums = np.concatenate([main, colours, main[:, 1:2] + main[:, 2:3]], axis=1)
         slopes = rows[:, 8] >= 0
         if slopes.any():
             cells = progress.all_channels()
@@ -279,7 +292,7 @@ class TargetRanking:
             lo_up = up + t.bounds[sel, quarters, 0]
             hi_up = up + t.bounds[sel, quarters, 1]
             edges = (up + t.box[sel, quarters]) / self._pitch
-            on_grid = t.box_part[sel] & np.all(np.abs(edges - np.round(edges)) < 1e-6, axis=1)
+            on_grid = np.where(np.all(np.abs(edges - np.round(edges)) < 1e-6, axis=1), t.kind[sel], OTHER)
         else:
             quarters = None
             poses = frame @ local
@@ -287,7 +300,7 @@ class TargetRanking:
             for k in np.unique(t.stem[sel]):
                 mine = t.stem[sel] == k
                 lo_up[mine], hi_up[mine] = world_bounds(self._stems[int(k)].stem, poses[mine])
-            on_grid = np.zeros(len(sel), dtype=bool)  # off the upright lattice: the assembly decides
+            on_grid = np.full(len(sel), OTHER)  # off the upright lattice: the assembly decides
         a, b = cell_ranges(lo_up, hi_up, self._pitch, self._phase)
         a, b = a - self.progress.origin, b - self.progress.origin
         shape = np.full(len(sel), -1)
@@ -306,7 +319,7 @@ class TargetRanking:
         goals = box_sums(self.progress.goal_tables, a, b)
         stems = t.stem[sel]  # ascending: the table is part-major
         depth = np.arange(len(sel)) - np.searchsorted(stems, stems)
-        rows = np.column_stack([stems, t.option[sel], a, b, shape, (on_grid & self.progress.lattice), volume, depth])
+        rows = np.column_stack([stems, t.option[sel], a, b, shape, on_grid * self.progress.lattice, volume, depth])
         rows = rows.astype(np.int64)
         for code in np.unique(shape[slopes]) if len(slopes) else ():
             idx = np.flatnonzero(shape == code)
@@ -468,13 +481,14 @@ class _Table:
     """(R, 4, 2, 3) the part's mesh bounds (x, up, z) per quarter turn."""
     box: np.ndarray
     """(R, 4, 3) low corner of a box part's whole-cell box per quarter turn (0 for other parts)."""
-    box_part: np.ndarray
+    kind: np.ndarray
+    """(R,) :data:`BOX`, :data:`CONTAINED` or :data:`OTHER`."""
     fills: np.ndarray
     """(R,) whether the part fills its box on the lattice (the cell range is its cells)."""
 
 
 def _table(stems: Sequence[_StemOptions]) -> _Table:
-    stem, option, source, local, quarters, bounds, box, box_part, fills = ([] for _ in range(9))
+    stem, option, source, local, quarters, bounds, box, kind, fills = ([] for _ in range(9))
     for k, opt in enumerate(stems):
         for j in range(len(opt.local)):
             stem.append(k)
@@ -484,7 +498,7 @@ def _table(stems: Sequence[_StemOptions]) -> _Table:
             quarters.append(-1 if opt.quarters is None else int(opt.quarters[j]))
             bounds.append(opt.bounds)
             box.append(np.zeros((4, 3)) if opt.box is None else opt.box)
-            box_part.append(opt.box is not None)
+            kind.append(opt.kind)
             fills.append(fills_its_box(opt.stem))
     return _Table(
         np.array(stem, dtype=np.int64),
@@ -494,7 +508,7 @@ def _table(stems: Sequence[_StemOptions]) -> _Table:
         np.array(quarters, dtype=np.int64),
         np.array(bounds, dtype=np.float64).reshape(-1, 4, 2, 3),
         np.array(box, dtype=np.float64).reshape(-1, 4, 3),
-        np.array(box_part, dtype=bool),
+        np.array(kind, dtype=np.int64),
         np.array(fills, dtype=bool),
     )
 

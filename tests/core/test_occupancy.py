@@ -16,7 +16,16 @@ from brick_gym.core import connectors as cx
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
 from brick_gym.core.catalog import part
 from brick_gym.core.collision import pair_verdicts, world_aabb
-from brick_gym.core.occupancy import CellIndex, box_shape, cell_range, lattice_connectors, quarter_turns
+from brick_gym.core.occupancy import (
+    CellIndex,
+    box_shape,
+    cell_range,
+    contained_shape,
+    lattice_connectors,
+    quarter_turns,
+    range_of_bounds,
+    studs_reach,
+)
 from brick_gym.core.validity import consistency_errors, joints_from_scratch
 
 BOXES = ("3001", "3003", "3004", "3005", "3010", "3020", "3022", "3023", "3024", "3034", "3068b", "3070b", "3958")
@@ -40,6 +49,20 @@ def test_bricks_plates_and_tiles_are_boxes(stem: str) -> None:
 @pytest.mark.parametrize("stem", NOT_BOXES)
 def test_slopes_arches_rounds_corners_and_technic_are_not(stem: str) -> None:
     assert box_shape(stem) is None
+
+
+CONTAINED = ("3039", "3040", "3044", "3037", "3298", "4073", "3941", "6091")
+"""Not boxes, but inside their cells (studs aside) and taking studs below."""
+
+
+@pytest.mark.parametrize("stem", BOXES + CONTAINED)
+def test_boxes_and_slopes_sit_inside_their_cells(stem: str) -> None:
+    assert contained_shape(stem) is not None
+
+
+@pytest.mark.parametrize("stem", ("3665", "3062b", "3700", "2780"))
+def test_inverted_slopes_technic_and_parts_without_studs_below_are_not_contained(stem: str) -> None:
+    assert contained_shape(stem) is None
 
 
 def test_cells_of_a_brick_in_every_quarter_turn() -> None:
@@ -125,6 +148,64 @@ def agreement(seed: int, placements: int, palette: tuple[str, ...] = MIXED) -> t
         if outcome.ok and rng.random() < 0.7:
             a.place(placement)
     return compared, on_grid, bad
+
+
+def _region(stem: str, where: np.ndarray) -> tuple[int, ...]:
+    """The cells a placed piece keeps box verdicts out of (``TargetProgress``'s rule): a box or contained part's
+    own cells on the lattice, else its bounding cells with the layer below."""
+    shape = contained_shape(stem)
+    rng = cell_range(shape, where) if shape is not None else None
+    return rng if rng is not None else studs_reach(range_of_bounds(*world_aabb(stem, where)))
+
+
+def _meet(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return all(a[d] <= b[d + 3] and b[d] <= a[d + 3] for d in range(3))
+
+
+def contained_agreement(seed: int, placements: int) -> tuple[int, int, list[str]]:
+    """(placements whose cells meet no placed piece's region, of them with a slope or round part involved, those
+    fcl finds colliding) over random connector placements of box, contained and other parts."""
+    rng = np.random.default_rng(seed)
+    palette = MIXED + CONTAINED
+    free_boxes, involved, bad = 0, 0, []
+    a = Assembly(name=f"contained-{seed}", strict=False)
+    a.add("3958", "red")
+    tries = 0
+    while free_boxes < placements and tries < 40 * placements:
+        tries += 1
+        if len(a) > 40:
+            a = Assembly(name=f"contained-{seed}-{tries}", strict=False)
+            a.add("3958", "red")
+        free = a.free_connectors()
+        target = free[int(rng.integers(len(free)))]
+        t_conn = a[target.piece].part.connector(target.group, target.index)
+        stem = palette[int(rng.integers(len(palette)))]
+        sources = [c for c in part(stem).connectors if cx.mates(t_conn, c)]
+        if not sources:
+            continue
+        src = sources[int(rng.integers(len(sources)))]
+        placement = Placement(stem, "red", target, (src.group, src.group_index), float(rng.integers(4)) * 90)
+        where = a.pose_for(placement)
+        shape = contained_shape(stem)
+        cells = cell_range(shape, where) if shape is not None and where is not None else None
+        if cells is not None and not any(_meet(cells, _region(p.part.stem, p.pose)) for p in a):
+            free_boxes += 1
+            involved += box_shape(stem) is None or any(
+                box_shape(p.part.stem) is None and contained_shape(p.part.stem) is not None for p in a
+            )
+            if _fcl_collides(a, stem, where):
+                bad.append(f"{stem} at {target} yaw {placement.yaw}")
+        if where is not None and a.evaluate(placement).ok and rng.random() < 0.7:
+            a.place(placement)
+    return free_boxes, involved, bad
+
+
+def test_a_box_or_contained_part_whose_cells_meet_nothing_placed_never_collides() -> None:
+    """What lets the target ranking call such placements legal without a dry run (slopes near bricks, bricks
+    under and over slopes, side by side, every yaw)."""
+    free_boxes, involved, bad = contained_agreement(0, 1500)
+    assert bad == []
+    assert free_boxes == 1500 and involved > 500
 
 
 def test_grid_verdicts_equal_fcl_on_random_placements() -> None:
