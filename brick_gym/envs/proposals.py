@@ -192,7 +192,7 @@ class TargetRanking:
         their target counts and their slot index. Each slot's counts are kept between steps; only rows whose cells a
         piece added since touches are counted again, all slots at once."""
         progress = self.progress
-        per_slot = [self._rows(assembly, ref) for ref in targets]
+        per_slot = self._rows(assembly, targets)
         rows = np.concatenate([r for r, _ in per_slot])
         goals = np.concatenate([g for _, g in per_slot])
         lengths = [len(r) for r, _ in per_slot]
@@ -263,71 +263,97 @@ class TargetRanking:
             code = self._shape_of[key] = len(self._shapes) - 1
         return code
 
-    def _rows(self, assembly: Assembly, ref: ConnectorRef) -> tuple[np.ndarray, np.ndarray]:
-        """(n, 12) int rows (part, source * 4 + yaw, box low (3), box high (3), shape code, on the lattice, cells,
-        depth) of every placement at ``ref`` whose source mates it, boxes in cells of the progress arrays; the shape
-        code is −1 for parts that fill their box, else the index of their cells in :attr:`_shapes`; the depth is
-        the row's place among its part's rows at this slot (the connector order's round). Memoised per host
-        piece object; a slot on an upright connector costs a few array operations over every part at once. With
-        the rows, their (n, 1 + colours) target counts (cells, cells per colour: the target does not change)."""
-        host = assembly.pieces[ref.piece]
-        hit = self._slot_rows.get(ref)
-        if hit is not None and (hit[0] is host or _same_piece(hit[0], host)):  # equal pieces: a new episode's start
-            return hit[1], hit[2]
-        frame = assembly.connector_frame(ref)
-        t_conn = host.part.connector(ref.group, ref.index)
+    def _rows(self, assembly: Assembly, refs: Sequence[ConnectorRef]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per slot of ``refs``, (n, 12) int rows (part, source * 4 + yaw, box low (3), box high (3), shape code,
+        on the lattice, cells, depth) of every placement there whose source mates it, boxes in cells of the
+        progress arrays; the shape code is −1 for parts that fill their box, else the index of their cells in
+        :attr:`_shapes`; the depth is the row's place among its part's rows at this slot (the connector order's
+        round). With the rows, their (n, 1 + colours) target counts (cells, cells per colour: the target does not
+        change). Memoised per host piece object; the new slots of a step on upright connectors are made together,
+        in a few array operations over every part at once."""
+        out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(refs)
         t = self._table
-        sel = np.flatnonzero(self._mating_rows(t_conn))
-        if not len(sel):
-            rows = np.zeros((0, 12), dtype=np.int64)
-            goals = np.zeros((0, 1 + len(self.progress.colours)), dtype=np.int64)
+        upright: list[tuple[int, ConnectorRef, object, np.ndarray, np.ndarray, int]] = []
+        for n, ref in enumerate(refs):
+            host = assembly.pieces[ref.piece]
+            hit = self._slot_rows.get(ref)
+            if hit is not None and (hit[0] is host or _same_piece(hit[0], host)):  # equal pieces: a new start
+                out[n] = hit[1], hit[2]
+                continue
+            frame = assembly.connector_frame(ref)
+            sel = np.flatnonzero(self._mating_rows(host.part.connector(ref.group, ref.index)))
+            q_frame = quarter_turns(frame)
+            if q_frame is not None and np.all(t.quarters[sel] >= 0):
+                upright.append((n, ref, host, frame, sel, q_frame))
+                continue
+            poses = frame @ t.local[sel]  # off the upright lattice: the assembly decides
+            lo_up, hi_up = np.zeros((len(sel), 3)), np.zeros((len(sel), 3))
+            for k in np.unique(t.stem[sel]):
+                mine = t.stem[sel] == k
+                lo_up[mine], hi_up[mine] = world_bounds(self._stems[int(k)].stem, poses[mine])
+            rows, goals = self._finish(sel, np.zeros(len(sel), dtype=np.int64), lo_up, hi_up, None, poses)
             self._slot_rows[ref] = (host, rows, goals)
-            return rows, goals
-        q_frame = quarter_turns(frame)
-        local = t.local[sel]
-        if q_frame is not None and np.all(t.quarters[sel] >= 0):  # all upright: no 4x4 products
-            quarters = (q_frame + t.quarters[sel]) % 4
-            translation = frame[:3, 3] + local[:, :3, 3] @ frame[:3, :3].T
+            out[n] = rows, goals
+        if upright:
+            lengths = [len(u[4]) for u in upright]
+            which = np.repeat(np.arange(len(upright)), lengths)
+            sel = np.concatenate([u[4] for u in upright])
+            frames = np.stack([u[3] for u in upright])[which]
+            local = t.local[sel]
+            quarters = (np.array([u[5] for u in upright], dtype=np.int64)[which] + t.quarters[sel]) % 4
+            translation = frames[:, :3, 3] + np.einsum("nij,nj->ni", frames[:, :3, :3], local[:, :3, 3])
             up = translation * np.array([1.0, -1.0, 1.0])
             lo_up = up + t.bounds[sel, quarters, 0]
             hi_up = up + t.bounds[sel, quarters, 1]
             edges = (up + t.box[sel, quarters]) / self._pitch
             on_grid = np.where(np.all(np.abs(edges - np.round(edges)) < 1e-6, axis=1), t.kind[sel], OTHER)
-        else:
-            quarters = None
-            poses = frame @ local
-            lo_up, hi_up = np.zeros((len(sel), 3)), np.zeros((len(sel), 3))
-            for k in np.unique(t.stem[sel]):
-                mine = t.stem[sel] == k
-                lo_up[mine], hi_up[mine] = world_bounds(self._stems[int(k)].stem, poses[mine])
-            on_grid = np.full(len(sel), OTHER)  # off the upright lattice: the assembly decides
+            rows, goals = self._finish(sel, which, lo_up, hi_up, on_grid, frames @ local, quarters)
+            ends = np.cumsum(lengths)
+            for (n, ref, host, *_), end, length in zip(upright, ends.tolist(), lengths, strict=True):
+                mine = rows[end - length : end], goals[end - length : end]
+                self._slot_rows[ref] = (host, *mine)
+                out[n] = mine
+        return out  # type: ignore[return-value]
+
+    def _finish(
+        self,
+        sel: np.ndarray,
+        which: np.ndarray,
+        lo_up: np.ndarray,
+        hi_up: np.ndarray,
+        on_grid: np.ndarray | None,
+        poses: np.ndarray,
+        quarters: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows and target counts of table rows ``sel`` (of slots ``which``, ascending) from their world
+        bounds, their lattice kind (None: off the lattice) and poses; with ``quarters`` (upright poses), one
+        voxelisation per part and quarter turn gives every slope's cells."""
+        t = self._table
         a, b = cell_ranges(lo_up, hi_up, self._pitch, self._phase)
         a, b = a - self.progress.origin, b - self.progress.origin
         shape = np.full(len(sel), -1)
         slopes = np.flatnonzero(~t.fills[sel])  # parts that do not fill their box: their own cells
         if len(slopes):
-            if quarters is not None:  # one voxelisation per (part, quarter turn)
-                keys = t.stem[sel[slopes]] * 4 + quarters[slopes]
-                for key in np.unique(keys):
-                    first = slopes[np.flatnonzero(keys == key)[0]]
-                    code = self._shape_code(self._stems[int(key) // 4].stem, frame @ local[first], a[first])
-                    shape[slopes[keys == key]] = code
-            else:
-                for n in slopes:
-                    shape[n] = self._shape_code(self._stems[int(t.stem[sel[n]])].stem, frame @ local[n], a[n])
+            keys = t.stem[sel[slopes]] * 4 + quarters[slopes] if quarters is not None else None
+            for key in np.unique(keys) if keys is not None else ():
+                mine = slopes[keys == key]
+                code = self._shape_code(self._stems[int(key) // 4].stem, poses[mine[0]], a[mine[0]])
+                shape[mine] = code
+            for n in slopes if keys is None else ():
+                shape[n] = self._shape_code(self._stems[int(t.stem[sel[n]])].stem, poses[n], a[n])
         volume = np.maximum(np.prod(np.maximum(b - a + 1, 0), axis=1), 1)
         goals = box_sums(self.progress.goal_tables, a, b)
-        stems = t.stem[sel]  # ascending: the table is part-major
-        depth = np.arange(len(sel)) - np.searchsorted(stems, stems)
-        rows = np.column_stack([stems, t.option[sel], a, b, shape, on_grid * self.progress.lattice, volume, depth])
-        rows = rows.astype(np.int64)
+        stems = t.stem[sel]
+        group = which * len(self._stems) + stems  # ascending: slots in order, the table part-major
+        depth = np.arange(len(sel)) - np.searchsorted(group, group)
+        kind = np.full(len(sel), OTHER) if on_grid is None else on_grid * self.progress.lattice
+        rows = np.column_stack([stems, t.option[sel], a, b, shape, kind, volume, depth]).astype(np.int64)
         for code in np.unique(shape[slopes]) if len(slopes) else ():
             idx = np.flatnonzero(shape == code)
             rows[idx, 10] = max(len(self._shapes[int(code)]), 1)
             pts, inside = self._shape_points(rows[idx], int(code))
             cells = self.progress.goal_cells
             goals[idx] = (cells[:, pts[..., 0], pts[..., 1], pts[..., 2]] & inside).sum(axis=-1).T
-        self._slot_rows[ref] = (host, rows, goals)
         return rows, goals
 
     def _mating_rows(self, target: Connector) -> np.ndarray:
