@@ -72,6 +72,24 @@ def _local_transforms(family: str, source: Connector) -> np.ndarray:
     return np.stack([cx.mating_transform(source, family, y) for y in YAWS])
 
 
+@cache
+def _part_options(stem: str, refs: tuple[tuple[str, int], ...]) -> tuple:
+    """Everything of :class:`_StemOptions` but the palette slots: the same for every target and palette, so made
+    once per part and sources (a new target's ranking then costs its palette, not its parts' geometry)."""
+    from brick_gym.core.catalog import catalog
+
+    part = catalog().resolve(stem)
+    sources = tuple(part.connector(g, i) for g, i in refs)
+    local = np.concatenate([_local_transforms(c.family, c) for c in sources])
+    local.setflags(write=False)
+    quarters = [quarter_turns(m) for m in local]
+    shape = contained_shape(stem)
+    box = None if shape is None else np.array([lo for lo, _ in shape.turned], dtype=np.float64)
+    kind = BOX if box_shape(stem) is not None else CONTAINED if shape is not None else OTHER
+    upright = None if any(q is None for q in quarters) else np.array(quarters, dtype=np.int64)
+    return sources, refs, local, upright, _turned_bounds(stem), box, kind
+
+
 def _turned_bounds(stem: str) -> np.ndarray:
     """(4, 2, 3) (x, up, z) bounds of a part's mesh per quarter turn about the vertical."""
     lo, hi = world_bounds(stem, np.stack([np.pad(t, ((0, 1), (0, 1))) + np.diag([0, 0, 0, 1.0]) for t in _TURNS]))
@@ -117,26 +135,7 @@ class TargetRanking:
         self._shape_of: dict[tuple[str, bytes], int] = {}
 
     def _stem_options(self, stem: str, refs: tuple[tuple[str, int], ...], slots: tuple[int, ...]) -> _StemOptions:
-        part = self.palette[slots[0]].part
-        sources = tuple(part.connector(g, i) for g, i in refs)
-        local = np.concatenate([_local_transforms(c.family, c) for c in sources])
-        quarters = [quarter_turns(m) for m in local]
-        shape = contained_shape(stem)
-        box = None
-        if shape is not None:
-            box = np.array([lo for lo, _ in shape.turned], dtype=np.float64)
-        kind = BOX if box_shape(stem) is not None else CONTAINED if shape is not None else OTHER
-        return _StemOptions(
-            stem,
-            slots,
-            sources,
-            refs,
-            local,
-            None if any(q is None for q in quarters) else np.array(quarters, dtype=np.int64),
-            _turned_bounds(stem),
-            box,
-            kind,
-        )
+        return _StemOptions(stem, slots, *_part_options(stem, refs))
 
     def offers(self, assembly: Assembly, targets: Sequence[ConnectorRef], stock: Sequence[bool], limit: int) -> Offers:
         """This step's placements at ``targets`` in the order the candidate codec tries them (see :class:`Offers`),
