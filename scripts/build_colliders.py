@@ -25,6 +25,10 @@ the hole of a Technic brick narrows and a seated pin reads as a collision (2780 
 BrickBench's 1 LDU); with 3700 at 0.01 it reads 0.78-0.84 LDU, the same whether the pin itself is decomposed at
 0.02 or 0.01, so pins take the coarse threshold (``validate`` checks every seated pin). Each convex piece is then
 grown by 0.23 LDU (bricklayer's 0.25 LDU inset less BrickBench's 0.02): it sits 0.02 LDU inside the true surface.
+Each decomposition is vetted as it is made: a probe of :data:`PROBES` is seated on every connector it mates, and
+while one reads as a collision (over 1 LDU) the threshold is halved, at most :data:`REFINEMENTS` times (a Technic
+brick's pin hole at 0.02 read 2.29 LDU, a round brick's hole took a 2×4 brick's stud 10.9 LDU deep); a part that
+never passes is left out, saying why. The record keeps the rule's threshold apart from the one used.
 
 Decompositions take 5-200 s per part on one core: run ``build`` in the background, one process, ``nice -n 19``.
 It is resumable (finished parts are kept in the work folder, ``--work``, default ``.colliders-work/``), refuses to
@@ -67,6 +71,8 @@ REFERENCE_PART = "3001"
 SEED = 0
 PREPROCESS = "off"
 TIME_LIMIT_S = 1800
+REFINEMENTS = 2
+"""How many times ``build`` halves a part's threshold when a seated probe reads as a collision on its pieces."""
 TOP_USED = 100
 NAMED = ("2780", "3700", "32523", "3062b", "11938", "32474", "3641", "37191", "41879a", "62691", "92013", "3626bp01")
 """Parts the test suite and the validity corpora name that the builds above may not use."""
@@ -210,27 +216,65 @@ def build(parts: dict[str, list[str]], work: Path) -> None:
     lock = _lock(work)
     signal.signal(signal.SIGTERM, _stop)
     seed_from_archive(work, parts)
-    todo = [s for s in parts if _finished_threshold(work, s) != threshold_for(s)]
+    todo = [s for s in parts if _needs_build(work, s)]
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as bar:
         task = bar.add_task("decomposing", total=len(parts), completed=len(parts) - len(todo))
         for stem in todo:
-            threshold = threshold_for(stem)
-            bar.update(task, description=f"decomposing {stem} (threshold {threshold})")
-            started = time.perf_counter()
-            data = _decompose_in_child(stem, threshold)
-            record = {"threshold": threshold, "seconds": round(time.perf_counter() - started, 1)}
-            if isinstance(data, str):
-                record["left_out"] = data
-            else:
+            bar.update(task, description=f"decomposing {stem} (threshold {threshold_for(stem)})")
+            record, data = _refined(stem)
+            if data is not None:
                 tmp = work / f".{colliders.member_name(stem)}.tmp"
                 tmp.write_bytes(data)
                 os.replace(tmp, work / colliders.member_name(stem))  # the part counts as done once its record exists
-                pieces = colliders.decode(data)
-                record.update(pieces=len(pieces), vertices=int(sum(len(v) for v in pieces)))
             record.update(inset=colliders.COLLIDER_SHRINK_LDU, preprocess=PREPROCESS, reasons=parts[stem])
             atomic_write_json(work / f"{colliders.member_name(stem)}.json", record)
             bar.advance(task)
     lock.close()
+
+
+def _refined(stem: str) -> tuple[dict, bytes | None]:
+    """Decompose a part at :func:`threshold_for`'s threshold, then at half of it while a seated probe reads as a
+    collision on its pieces (at most :data:`REFINEMENTS` times): its work record and its encoded pieces (None when
+    it is left out, the record saying why). The record keeps the rule's threshold (``rule``) apart from the one
+    used, so that a changed rule, not a refinement, makes a part stale."""
+    rule = threshold = threshold_for(stem)
+    started = time.perf_counter()
+    tries: list[dict] = []
+    while True:
+        data = _decompose_in_child(stem, threshold)
+        if isinstance(data, str):
+            record = {"left_out": data}
+            break
+        pieces = colliders.decode(data)
+        bad = seated_collisions([stem], {stem: pieces})
+        tries.append({"threshold": threshold, "pieces": len(pieces), "seated_collisions": len(bad)})
+        record = {"pieces": len(pieces), "vertices": int(sum(len(v) for v in pieces))}
+        if not bad:
+            break
+        if len(tries) > REFINEMENTS:
+            record = {"left_out": f"validate: {bad[0]} (over BrickBench's 1 LDU) at threshold {threshold}"}
+            data = None
+            break
+        threshold = round(threshold / 2, 5)
+    record.update(threshold=threshold, rule=rule, tries=tries, seconds=round(time.perf_counter() - started, 1))
+    return record, None if isinstance(data, str) else data
+
+
+def _needs_build(work: Path, stem: str) -> bool:
+    """Whether a part is missing from ``work``, was built under another threshold rule, or was left out by a
+    seated-probe check made after its build (``validate`` before builds refined their own parts)."""
+    meta = work / f"{colliders.member_name(stem)}.json"
+    if not meta.is_file():
+        return True
+    info = json.loads(meta.read_text(encoding="utf-8"))
+    return _rule_of(info) != threshold_for(stem) or (
+        "left_out" in info and "tries" not in info and str(info["left_out"]).startswith("validate:")
+    )
+
+
+def _rule_of(info: dict) -> float:
+    """The rule threshold a work record or manifest entry was built under (older ones used it as it was)."""
+    return info.get("rule", info["threshold"])
 
 
 def seed_from_archive(work: Path, parts: dict[str, list[str]], archive: Path = ARCHIVE) -> list[str]:
@@ -243,18 +287,12 @@ def seed_from_archive(work: Path, parts: dict[str, list[str]], archive: Path = A
         shipped = json.loads(zf.read("manifest.json"))["parts"]
         for stem, info in shipped.items():
             member = colliders.member_name(stem)
-            if stem not in parts or info["threshold"] != threshold_for(stem) or (work / f"{member}.json").is_file():
+            if stem not in parts or _rule_of(info) != threshold_for(stem) or (work / f"{member}.json").is_file():
                 continue
             (work / member).write_bytes(zf.read(member))
             atomic_write_json(work / f"{member}.json", info)
             seeded.append(stem)
     return seeded
-
-
-def _finished_threshold(work: Path, stem: str) -> float | None:
-    """The threshold a part in ``work`` was decomposed at (None when it is not there)."""
-    meta = work / f"{colliders.member_name(stem)}.json"
-    return json.loads(meta.read_text(encoding="utf-8"))["threshold"] if meta.is_file() else None
 
 
 def pack(work: Path, archive: Path = ARCHIVE) -> Path:
@@ -267,8 +305,8 @@ def pack(work: Path, archive: Path = ARCHIVE) -> Path:
         info = json.loads(meta.read_text(encoding="utf-8"))
         if "left_out" in info or not (work / member).is_file():
             left_out[stem] = info.get("left_out", "no pieces")
-        elif info["threshold"] != threshold_for(stem):
-            left_out[stem] = f"decomposed at threshold {info['threshold']}, not {threshold_for(stem)}: not rebuilt yet"
+        elif _rule_of(info) != threshold_for(stem):
+            left_out[stem] = f"decomposed at threshold {_rule_of(info)}, not {threshold_for(stem)}: not rebuilt yet"
         else:
             entries[member] = info
     if not entries:
@@ -289,16 +327,18 @@ PROBES = ("3001", "3005", "3024", "2780", "3062b", "3700")
 tests a plate's stud gaps, a 1×1 brick its single studs and holes, a pin its pin holes)."""
 
 
-def seated_collisions(stems: list[str]) -> list[str]:
-    """Every (part, connector) whose seated probe part overlaps it by more than BrickBench's 1 LDU, as lines. A
-    probe whose seat collides on the true meshes too (a 2×4 brick with one stud in a tube) is no seated pair."""
+def seated_collisions(stems: list[str], pieces: dict[str, tuple[np.ndarray, ...]] | None = None) -> list[str]:
+    """Every (part, connector) whose seated probe part overlaps it by more than BrickBench's 1 LDU, as lines, on
+    the shipped decompositions or on ``pieces`` for the parts it names. A probe whose seat collides on the true
+    meshes too (a 2×4 brick with one stud in a tube) is no seated pair."""
     from brick_gym.core import connectors as cx
     from brick_gym.core.assembly import Assembly
     from brick_gym.core.meshes import OVERLAP_ALLOWANCE_LDU
     from brick_gym.core.validity import check
 
     cat = catalog()
-    probes = [cat.resolve(s) for s in PROBES if cat.resolve(s).stem in stems]
+    known = colliders.decomposed_parts() | set(pieces or ())
+    probes = [cat.resolve(s) for s in PROBES if cat.resolve(s).stem in known]
     bad = []
     for stem in stems:
         host = cat.resolve(stem)
@@ -312,7 +352,7 @@ def seated_collisions(stems: list[str]) -> list[str]:
                 out = asm.attach(probe, "red", to=f"0.{conn.label}", by=(mate.group, mate.group_index))
                 if not out.ok or any(i.kind == "collision" for i in check(asm, stability=False).issues):
                     continue
-                depth = colliders.penetration(stem, asm[0].pose, probe.stem, asm[1].pose)
+                depth = colliders.penetration(stem, asm[0].pose, probe.stem, asm[1].pose, pieces)
                 if depth > OVERLAP_ALLOWANCE_LDU:
                     bad.append(f"{stem} {conn.label} with {probe.stem} {mate.label}: overlap {depth:.3f} LDU")
     return bad

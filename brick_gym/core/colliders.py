@@ -20,7 +20,7 @@ import os
 import pickle
 import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -156,11 +156,18 @@ def obj_from_faces(pieces: Sequence[tuple[np.ndarray, np.ndarray]], header: str 
     return out.getvalue()
 
 
-def compound_shape(client: int, stem: str, folder: str | os.PathLike[str]) -> int | None:
-    """A Bullet compound collision shape (one convex hull per piece) of the part's shipped decomposition, in its
-    LDraw frame, made in PyBullet client ``client`` through an OBJ written into ``folder``; None without one."""
+def compound_shape(
+    client: int, stem: str, folder: str | os.PathLike[str], pieces: Sequence[np.ndarray] | None = None
+) -> int | None:
+    """A Bullet compound collision shape (one convex hull per piece) of the part's shipped decomposition, or of
+    ``pieces`` (a decomposition being vetted before it ships), in its LDraw frame, made in PyBullet client
+    ``client`` through an OBJ written into ``folder``; None without one."""
     import pybullet as p
 
+    if pieces is not None:
+        path = Path(folder) / f"{member_name(stem)[: -len('.npz')]}.candidate.obj"
+        path.write_text(obj_text(pieces), encoding="utf-8")
+        return p.createCollisionShape(p.GEOM_MESH, fileName=str(path), physicsClientId=client)
     found = decomposition(stem)
     if found is None:
         return None
@@ -181,10 +188,17 @@ BULLET_MARGIN_LDU = 0.002
 """Bullet's convex collision margin, 0.001 per shape, taken off measured depths (as BrickNet does)."""
 
 
-def penetration(stem_a: str, pose_a: np.ndarray, stem_b: str, pose_b: np.ndarray) -> float:
+def penetration(
+    stem_a: str,
+    pose_a: np.ndarray,
+    stem_b: str,
+    pose_b: np.ndarray,
+    pieces: Mapping[str, Sequence[np.ndarray]] | None = None,
+) -> float:
     """Deepest overlap (LDU, 0 when apart) of two placed parts' true surfaces, measured BrickNet's way (Bullet on
-    the convex pieces, margins taken off) on the shipped decompositions; BrickBench calls more than 1 LDU a
-    collision. LookupError when either part has no decomposition."""
+    the convex pieces, margins taken off) on the shipped decompositions, or on ``pieces`` for the parts it names
+    (vetting a decomposition before it ships); BrickBench calls more than 1 LDU a collision. LookupError when
+    either part has no decomposition."""
     import tempfile
 
     import pybullet as p
@@ -194,7 +208,7 @@ def penetration(stem_a: str, pose_a: np.ndarray, stem_b: str, pose_b: np.ndarray
         with tempfile.TemporaryDirectory(prefix="brick-gym-colliders-") as folder:
             bodies = []
             for stem, pose in ((stem_a, pose_a), (stem_b, pose_b)):
-                shape = compound_shape(client, stem, folder)
+                shape = compound_shape(client, stem, folder, (pieces or {}).get(stem))
                 if shape is None:
                     raise LookupError(f"no shipped decomposition for part {stem!r}")
                 pose = np.asarray(pose, dtype=np.float64)

@@ -241,6 +241,32 @@ def test_a_build_resumes_from_the_shipped_archive_without_redoing_its_parts(tmp_
     (work / f"{colliders.member_name(current[1])}.json").write_text(json.dumps({"threshold": 0.5}))  # kept as it is
     assert script.seed_from_archive(work, asked) == [current[0]]
     assert colliders.decode((work / colliders.member_name(current[0])).read_bytes())
-    assert script._finished_threshold(work, current[0]) == script.threshold_for(current[0])
-    assert script._finished_threshold(work, current[1]) == 0.5
+    assert not script._needs_build(work, current[0])
+    assert script._needs_build(work, current[1])  # built under another rule
     assert script.seed_from_archive(work, asked) == []  # nothing twice
+
+
+def test_a_part_whose_seated_probes_collide_is_refined_at_half_its_threshold(monkeypatch) -> None:
+    """The build vets each decomposition with seated probes and halves the threshold while one collides: a 1×1
+    brick whose first decomposition fills its hollow (a seated stud sinks 4 LDU into it) ships the second, and
+    one that never passes is left out saying why, after :data:`REFINEMENTS` refinements."""
+    script = _build_script()
+    rule = script.threshold_for("3005")
+    solid = colliders.encode([np.array([[x, y, z] for x in (-9.7, 9.7) for y in (0.3, 23.7) for z in (-9.7, 9.7)])])
+    good = colliders.encode(colliders.decomposition("3005").pieces)
+    asked: list[float] = []
+
+    def decompose(stem: str, threshold: float) -> bytes:
+        asked.append(threshold)
+        return solid if threshold == rule else good
+
+    monkeypatch.setattr(script, "_decompose_in_child", decompose)
+    record, data = script._refined("3005")
+    assert asked == [rule, round(rule / 2, 5)]
+    assert record["threshold"] == round(rule / 2, 5) and record["rule"] == rule and data == good
+    assert record["tries"][0]["seated_collisions"] > 0 and record["tries"][1]["seated_collisions"] == 0
+
+    monkeypatch.setattr(script, "_decompose_in_child", lambda stem, threshold: solid)
+    record, data = script._refined("3005")
+    assert data is None and record["left_out"].startswith("validate: 3005")
+    assert len(record["tries"]) == script.REFINEMENTS + 1
