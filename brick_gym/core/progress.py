@@ -45,6 +45,18 @@ def box_sums(table: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return p[7] - p[6] - p[5] + p[4] - p[3] + p[2] + p[1] - p[0]  # inclusion-exclusion: + where 3 - ones is even
 
 
+def _add_box(tables: np.ndarray, lo: np.ndarray, change: np.ndarray) -> None:
+    """Add to summed-volume ``tables`` (channels, X + 1, U + 1, Z + 1) a change confined to the box whose low
+    cell is ``lo``, given by its own summed volume ``change`` (channels, nx + 1, ny + 1, nz + 1): every entry
+    beyond the low corner gains the change's total up to it, clamped to the box."""
+    reach = [
+        np.minimum(np.arange(int(lo[d]) + 1, tables.shape[d + 1]) - int(lo[d]), change.shape[d + 1] - 1)
+        for d in range(3)
+    ]
+    block = np.take(np.take(np.take(change, reach[0], axis=1), reach[1], axis=2), reach[2], axis=3)
+    tables[:, int(lo[0]) + 1 :, int(lo[1]) + 1 :, int(lo[2]) + 1 :] += block
+
+
 class TargetProgress:
     """The build measured against one target, incrementally (see the module docstring)."""
 
@@ -127,28 +139,57 @@ class TargetProgress:
             lo, hi = np.maximum(lo, 0), np.minimum(hi, np.asarray(self.shape) - 1)
             if np.any(hi < lo):
                 return
+            before = self._before(lo, hi)
             box = tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))
-            fresh = ~self.built[box]
-            self._fill(box, fresh, piece.colour)
-            self.changes.append((lo, hi))
+            self._fill(box, ~self.built[box], piece.colour)
+            self._changed(lo, hi, before)
             return
         cells = voxelize([piece], self.target.pitch, self.target.offset).indices() - self.origin
         inside = np.all((cells >= 0) & (cells < self.shape), axis=1)
         self.overflow += int(not inside.all())
         cells = cells[inside]
+        i0, j0, k0, i1, j1, k1 = self._uncertain_range(piece)
+        u_lo = np.maximum(np.array([i0, j0, k0]) - self.origin, 0)
+        u_hi = np.minimum(np.array([i1, j1, k1]) - self.origin, np.asarray(self.shape) - 1)
+        lo, hi = u_lo, u_hi
+        if len(cells):  # the piece's cells lie inside its bounding cells, except where those were clipped
+            lo, hi = np.minimum(lo, cells.min(axis=0)), np.maximum(hi, cells.max(axis=0))
+        before = self._before(lo, hi) if np.all(hi >= lo) else None
         if len(cells):
             idx = (cells[:, 0], cells[:, 1], cells[:, 2])
             fresh = ~self.built[idx]
             idx = tuple(i[fresh] for i in idx)
             self._fill(idx, np.ones(len(idx[0]), dtype=bool), piece.colour)
-        i0, j0, k0, i1, j1, k1 = self._uncertain_range(piece)
-        lo = np.maximum(np.array([i0, j0, k0]) - self.origin, 0)
-        hi = np.minimum(np.array([i1, j1, k1]) - self.origin, np.asarray(self.shape) - 1)
-        if np.all(hi >= lo):
-            self.uncertain[tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))] += 1
-        if len(cells):  # the piece's cells lie inside its bounding cells, except where those were clipped
-            lo, hi = np.minimum(lo, cells.min(axis=0)), np.maximum(hi, cells.max(axis=0))
+        if np.all(u_hi >= u_lo):
+            self.uncertain[tuple(slice(int(a), int(b) + 1) for a, b in zip(u_lo, u_hi, strict=True))] += 1
+        if before is not None:
+            self._changed(lo, hi, before)
+
+    def _before(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The built and uncertain cells of a box before a change (what :meth:`_changed` takes the tables from)."""
+        box = tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))
+        return self.built[box].copy(), self.uncertain[box] > 0
+
+    def _changed(self, lo: np.ndarray, hi: np.ndarray, before: tuple[np.ndarray, np.ndarray]) -> None:
+        """Record a change confined to the box ``[lo, hi]`` and carry it into the summed-volume tables: each gets
+        the summed volume of its channel's change inside the box, added over every entry beyond the box's low
+        corner (a block of the arrays, not a recount of all of them)."""
         self.changes.append((lo, hi))
+        if self._tables is None and self._colour_tables is None:
+            return
+        box = tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))
+        old_built, old_uncertain = before
+        built, uncertain = self.built[box], self.uncertain[box] > 0
+        was_left, left = ~old_built, ~built
+        if self._tables is not None:
+            goal = self.goal[box]
+            delta = np.stack([goal & left, built, uncertain]).astype(np.int32)
+            delta -= np.stack([goal & was_left, old_built, old_uncertain])
+            _add_box(self._tables, lo, summed_volume(delta))
+        if self._colour_tables is not None:
+            goal = self.goal_by_colour[(slice(None), *box)]
+            delta = (goal & left).astype(np.int32) - (goal & was_left)
+            _add_box(self._colour_tables[:-1], lo, summed_volume(delta))
 
     def _uncertain_range(self, piece: Any) -> tuple[int, int, int, int, int, int]:
         """The cells where a piece that is not a box part on the lattice leaves box verdicts to the narrow phase:
@@ -236,7 +277,7 @@ class TargetProgress:
             self._channels = np.stack([left, self.built, self.uncertain > 0])
             self._colour_channels = self.goal_by_colour & ~self.built[None]
             self._channels_revision = self._revision
-            self._tables = self._colour_tables = self._all = None
+            self._all = None  # the tables are kept up to date piece by piece (see _changed)
 
 
 __all__ = ["MARGIN", "TargetProgress", "box_sums", "summed_volume"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brick_gym.core.progress import TargetProgress, box_sums
+from brick_gym.core.progress import TargetProgress, box_sums, summed_volume
 from brick_gym.core.voxels import voxelize
 from brick_gym.envs.fidelity_targets import ALL_KINDS, generate
 
@@ -92,3 +93,32 @@ def test_box_sums_equal_a_brute_force_count(x: int, u: int, z: int, boxes: list,
         hi = b[n] + 1
         want = [int(c[lo[0] : max(hi[0], 0), lo[1] : max(hi[1], 0), lo[2] : max(hi[2], 0)].sum()) for c in cells]
         assert got[n].tolist() == want
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_summed_tables_kept_piece_by_piece_equal_a_recount(kind: str) -> None:
+    """The tables are updated by each piece's change alone (slopes, overlaps and pieces reaching out of the
+    arrays included): after every placement of random episodes they equal summed volumes counted afresh."""
+    import gymnasium as gym
+
+    import brick_gym.envs  # noqa: F401
+    from brick_gym.rl.baselines import RandomMaskedAgent
+
+    env = gym.make("BrickGym/FidelityCandidates-v0", kinds=[kind], max_pieces=30)
+    agent = RandomMaskedAgent(1)
+    checked = 0
+    for seed in range(2):
+        env.reset(seed=seed)
+        progress = env.unwrapped.episode.progress
+        for _ in range(30):
+            progress.sync(env.unwrapped.assembly)
+            cells = progress.colour_channels()
+            assert np.array_equal(progress.tables(), summed_volume(progress.channels()))
+            assert np.array_equal(
+                progress.colour_tables(), summed_volume(np.concatenate([cells, np.zeros_like(cells[:1])]))
+            )
+            checked += 1
+            _, _, terminated, truncated, _ = env.step(agent.act(env))
+            if terminated or truncated:
+                break
+    assert checked > 20
