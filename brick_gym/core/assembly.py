@@ -58,6 +58,8 @@ REASONS = (
 )
 """Every reason code an :class:`Outcome` can carry."""
 
+_STUD_FAMILY = jx.family_name(jx.STUD)
+
 
 @dataclass(frozen=True, order=True)
 class ConnectorRef:
@@ -693,13 +695,17 @@ class Assembly:
         rule = self._lattice_rule(piece)
         if rule is not None:
             found = self._lattice_joints(piece.id, *rule)
-            if len(self.pieces) > len(self._lattice_ids):  # pieces off the rule: ask the connector grid for those
-                if self._loaded:
-                    self._index(set(self._loaded))
-                lattice = self._lattice_ids
-                found += [
-                    c for c in self._grid_joints(piece) if (c.b[0] if c.a[0] == piece.id else c.a[0]) not in lattice
+            if len(self.pieces) == len(self._lattice_ids):  # only lattice joints: each end once, all exact
+                links = self._links  # what select would keep: in its order, ends joined elsewhere left out
+                return [
+                    Joint(a[0], a[1], b[0], b[1], _STUD_FAMILY, 0.0)
+                    for _, a, b, _ in sorted(found)
+                    if not (links.get(a) or links.get(b))
                 ]
+            if self._loaded:  # pieces off the rule: ask the connector grid for those
+                self._index(set(self._loaded))
+            lattice = self._lattice_ids
+            found += [c for c in self._grid_joints(piece) if (c.b[0] if c.a[0] == piece.id else c.a[0]) not in lattice]
         else:
             self._index_pending()
             found = self._grid_joints(piece)
