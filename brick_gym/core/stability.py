@@ -52,8 +52,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -439,9 +440,7 @@ def _free_fall(rate_hz: int, steps: int, every: int, threshold: float) -> tuple[
     """(peak displacement, step of the verdict) of a body falling freely under the drop test's sampling: the
     first sampled displacement over ``threshold`` and its step, else the last sample's. Measured once on a lone
     body in a world of its own, as ``drop_test`` builds bodies; every freely falling body moves the same way."""
-    client = p.connect(p.DIRECT)
-    try:
-        _configure(client, rate_hz)
+    with _world(rate_hz) as client:
         cube = np.array([[x, y, z] for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
         moments = (np.array([8.0]), np.zeros((1, 3)), (8.0 / 3.0) * np.eye(3)[None])
         body = _build_body(client, _frames(*moments)[0], cube, [], "hull", "", 0.0)
@@ -454,8 +453,6 @@ def _free_fall(rate_hz: int, steps: int, every: int, threshold: float) -> tuple[
             if not len(fleet.live):
                 break
         return float(fleet.peaks[0]), done
-    finally:
-        p.disconnect(physicsClientId=client)
 
 
 def _refuse_crowds(lo: np.ndarray, hi: np.ndarray) -> None:
@@ -466,6 +463,25 @@ def _refuse_crowds(lo: np.ndarray, hi: np.ndarray) -> None:
         found += len(first)
         if found > MAX_OVERLAPPING_COMPONENTS:
             raise TooCrowded(found)
+
+
+_WORLDS = threading.local()
+
+
+@contextlib.contextmanager
+def _world(rate_hz: int) -> Iterator[int]:
+    """An empty PyBullet world with the drop test's settings: one DIRECT client per process and thread, kept
+    between tests and emptied for each (connecting costs ~12 ms, more than a small model's whole simulation)."""
+    held = getattr(_WORLDS, "client", None)
+    if held is None or held[0] != os.getpid() or not p.isConnected(physicsClientId=held[1]):
+        held = _WORLDS.client = (os.getpid(), p.connect(p.DIRECT))
+    client = held[1]
+    p.resetSimulation(physicsClientId=client)
+    _configure(client, rate_hz)
+    try:
+        yield client
+    finally:
+        p.resetSimulation(physicsClientId=client)  # the bodies go now, not at the next test
 
 
 def _configure(client: int, rate_hz: int) -> None:
@@ -638,10 +654,8 @@ def drop_test(
     free_done = free_done if falling.any() else 0
     simulated = np.flatnonzero(~falling)
     done = 0
-    client = p.connect(p.DIRECT)
     folder = tempfile.TemporaryDirectory(prefix="brick-gym-drop-")  # Bullet loads compounds from OBJ files
-    try:
-        _configure(client, rate_hz)
+    with _world(rate_hz) as client, folder:
         plane = p.createCollisionShape(p.GEOM_PLANE, planeNormal=(0.0, 0.0, 1.0), physicsClientId=client)
         ground = p.createMultiBody(0.0, plane, useMaximalCoordinates=True, physicsClientId=client)
         p.changeDynamics(
@@ -667,9 +681,6 @@ def drop_test(
             # falling components stay live (and moving) until their verdict: no rest before it
             if early_exit and done >= free_done and fleet.settled((steps - done) / rate_hz, threshold_ldu):
                 break
-    finally:
-        p.disconnect(physicsClientId=client)
-        folder.cleanup()
     done = max(done, free_done)
     peaks = np.full(len(groups), free_peak)
     if fleet is not None:

@@ -234,6 +234,26 @@ def test_private_clients_interleaved_and_threaded_agree() -> None:
         assert [c.max_displacement for c in report.components] == expected[name]
 
 
+def _cantilever_peaks(_: object = None) -> list[float]:
+    return [c.max_displacement for c in drop_test(CASES["cantilever"]).components]
+
+
+def test_the_kept_world_is_emptied_after_each_test_and_a_forked_process_makes_its_own() -> None:
+    """Drop tests share one PyBullet client per process and thread (connecting costs more than a small test):
+    it holds no body between tests, and a child forked from a process holding one connects afresh, with the
+    same results."""
+    import multiprocessing
+
+    from brick_gym.core import stability
+
+    expected = _cantilever_peaks()
+    pid, client = stability._WORLDS.client
+    assert p.isConnected(physicsClientId=client) and p.getNumBodies(physicsClientId=client) == 0
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.map(_cantilever_peaks, [0]) == [expected]
+    assert stability._WORLDS.client == (pid, client) and _cantilever_peaks() == expected
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_early_exit_changes_no_verdict(name: str) -> None:
     full = drop_test(CASES[name], early_exit=False)
