@@ -184,7 +184,10 @@ class _Builder:
         steps = tuple(self.steps)
         digest = hashlib.sha1(repr(steps).encode()).hexdigest()[:8]
         palette = tuple(sorted({(s.part, s.colour) for s in steps}))
-        return FidelityTask(f"{kind}-{size}-{digest}", kind, steps, palette)
+        task = FidelityTask(f"{kind}-{size}-{digest}", kind, steps, palette)
+        # its voxels are those of the assembly these steps just built: fill the cache instead of replaying them
+        object.__setattr__(task, "voxels", voxelize(self.asm))
+        return task
 
 
 def _segments(length: int, sizes: Sequence[int], offset: int = 0) -> list[int]:

@@ -112,6 +112,17 @@ def test_medium_targets_are_bigger_and_still_valid() -> None:
     assert max(sizes) > SIZES["small"]
 
 
+@pytest.mark.parametrize("size", ["small", "medium"])
+def test_the_voxels_a_generator_hands_over_are_those_of_a_replay(size: str) -> None:
+    """Generation keeps the voxels of the assembly it built (no replay at a reset): they equal a replay's."""
+    for kind in ALL_KINDS:
+        for seed in range(2):
+            task = generate(kind, seed, size=size)
+            got, want = task.voxels, voxelize(task.build())
+            assert got.shape == want.shape and got.origin == want.origin
+            assert np.array_equal(got.occupancy, want.occupancy) and np.array_equal(got.colours, want.colours)
+
+
 def test_build_is_fresh_each_time_and_works_non_strict() -> None:
     task = generate("house", 0)
     a, b = task.build(), task.build()
