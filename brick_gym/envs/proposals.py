@@ -133,6 +133,8 @@ class TargetRanking:
         self._shapes: list[np.ndarray] = []
         """Cell offsets from the box's low corner of a non-box part in one orientation (rows' shape column)."""
         self._shape_of: dict[tuple[str, bytes], int] = {}
+        self._padded: tuple[np.ndarray, np.ndarray] | None = None
+        """:attr:`_shapes` padded to one array (offsets, which are real), remade when a shape is added."""
 
     def _stem_options(self, stem: str, refs: tuple[tuple[str, int], ...], slots: tuple[int, ...]) -> _StemOptions:
         return _StemOptions(stem, slots, *_part_options(stem, refs))
@@ -235,22 +237,30 @@ class TargetRanking:
         main = box_sums(progress.tables(), a, b)
         colours = box_sums(progress.colour_tables(), a, b)
         sums = np.concatenate([main, colours, main[:, 1:2] + main[:, 2:3]], axis=1)
-        slopes = rows[:, 8] >= 0
-        if slopes.any():
+        slopes = np.flatnonzero(rows[:, 8] >= 0)
+        if len(slopes):
             cells = progress.all_channels()
-            for code in np.unique(rows[slopes, 8]):
-                idx = np.flatnonzero(rows[:, 8] == code)
-                pts, inside = self._shape_points(rows[idx], int(code))
-                picked = cells[:, pts[..., 0], pts[..., 1], pts[..., 2]] & inside  # (channels, n, m)
-                sums[idx, : cells.shape[0]] = picked.sum(axis=-1).T
+            sums[slopes, : cells.shape[0]] = self._shape_counts(rows[slopes], cells)
         return sums
 
-    def _shape_points(self, rows: np.ndarray, code: int) -> tuple[np.ndarray, np.ndarray]:
-        """(n, m, 3) cells of non-box rows (clamped into the arrays) and (n, m) whether each lies inside."""
-        offsets = self._shapes[code]
-        pts = rows[:, None, 2:5] + offsets[None]
-        inside = np.all((pts >= 0) & (pts < np.asarray(self.progress.shape)), axis=-1)
-        return np.where(inside[..., None], pts, 0), inside
+    def _shape_counts(self, rows: np.ndarray, cells: np.ndarray) -> np.ndarray:
+        """(n, channels) totals of boolean arrays (channels, X, U, Z) over the own cells of non-box rows (those
+        inside the arrays), every row at once: shapes padded to the longest, one gather."""
+        if self._padded is None or len(self._padded[0]) != len(self._shapes):
+            longest = max(len(o) for o in self._shapes)
+            offsets = np.zeros((len(self._shapes), longest, 3), dtype=np.int64)
+            valid = np.zeros((len(self._shapes), longest), dtype=bool)
+            for code, o in enumerate(self._shapes):
+                offsets[code, : len(o)], valid[code, : len(o)] = o, True
+            self._padded = offsets, valid
+        offsets, valid = self._padded
+        codes = rows[:, 8]
+        pts = rows[:, None, 2:5] + offsets[codes]  # (n, m, 3)
+        dims = np.asarray(cells.shape[1:])
+        ok = valid[codes] & np.all((pts >= 0) & (pts < dims), axis=-1)
+        flat = np.where(ok, (pts[..., 0] * dims[1] + pts[..., 1]) * dims[2] + pts[..., 2], 0)
+        picked = np.take(cells.reshape(cells.shape[0], -1), flat, axis=1) & ok  # (channels, n, m)
+        return picked.sum(axis=-1).T
 
     def _shape_code(self, stem: str, pose: np.ndarray, low: np.ndarray) -> int:
         """The index of ``stem``'s cell offsets in ``pose``'s orientation, found by voxelising it once."""
@@ -347,12 +357,9 @@ class TargetRanking:
         depth = np.arange(len(sel)) - np.searchsorted(group, group)
         kind = np.full(len(sel), OTHER) if on_grid is None else on_grid * self.progress.lattice
         rows = np.column_stack([stems, t.option[sel], a, b, shape, kind, volume, depth]).astype(np.int64)
-        for code in np.unique(shape[slopes]) if len(slopes) else ():
-            idx = np.flatnonzero(shape == code)
-            rows[idx, 10] = max(len(self._shapes[int(code)]), 1)
-            pts, inside = self._shape_points(rows[idx], int(code))
-            cells = self.progress.goal_cells
-            goals[idx] = (cells[:, pts[..., 0], pts[..., 1], pts[..., 2]] & inside).sum(axis=-1).T
+        if len(slopes):
+            rows[slopes, 10] = np.maximum([len(self._shapes[c]) for c in shape[slopes].tolist()], 1)
+            goals[slopes] = self._shape_counts(rows[slopes], self.progress.goal_cells)
         return rows, goals
 
     def _mating_rows(self, target: Connector) -> np.ndarray:
