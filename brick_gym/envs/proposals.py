@@ -134,6 +134,8 @@ class TargetRanking:
         """Cell offsets from the box's low corner of a non-box part in one orientation (rows' shape column)."""
         self._shape_of: dict[tuple[str, bytes], int] = {}
         self._padded: tuple[np.ndarray, np.ndarray] | None = None
+        self._stock_slots: tuple[bytes, np.ndarray, np.ndarray, np.ndarray] | None = None
+        """Per part, its in-stock palette slots (count, start, flat list), for the last stock seen."""
         """:attr:`_shapes` padded to one array (offsets, which are real), remade when a shape is added."""
 
     def _stem_options(self, stem: str, refs: tuple[tuple[str, int], ...], slots: tuple[int, ...]) -> _StemOptions:
@@ -161,9 +163,7 @@ class TargetRanking:
         blocked = inside & (rows[:, 9] == BOX) & (sums[:, 2] == 0) & built
         verdicts = np.where(free, 1, np.where(blocked, 0, -1)).astype(np.int8)
         hit = np.flatnonzero((sums[:, 0] > 0) & ~blocked)
-        usable = self._slots_of_stem[rows[hit, 0]] & stock_mask[None, :]
-        i, p = np.nonzero(usable)
-        r = hit[i]
+        r, p = self.slot_pairs(rows, hit, stock_mask)
         score = (sums[r, 0] + sums[r, 2 + self._channel_of_slot[p]]) / volume[r]
         maybe_blocked = built[r]
         if len(r) > 4 * limit:  # the best 4 * limit before the exact sort
@@ -173,6 +173,22 @@ class TargetRanking:
         r, p = r[order], p[order]
         first = _first_of_each(np.column_stack([p, rows[r, 2:9]]))[:limit]
         return Offers(self, assembly, targets, rows, goals, t_of, verdicts, stock_mask, r[first], p[first])
+
+    def slot_pairs(self, rows: np.ndarray, picked: np.ndarray, stock: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row, palette slot) of every in-stock slot of each picked row's part, rows in order and slots ascending
+        within each (a repeat per part's slot count, not a rows × palette matrix)."""
+        key = stock.tobytes()
+        if self._stock_slots is None or self._stock_slots[0] != key:
+            lists = [np.flatnonzero(self._slots_of_stem[k] & stock) for k in range(len(self._stems))]
+            sizes = np.array([len(x) for x in lists], dtype=np.int64)
+            flat = np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64)
+            self._stock_slots = key, sizes, np.cumsum(sizes) - sizes, flat
+        _, sizes, starts, flat = self._stock_slots
+        stems = rows[picked, 0]
+        counts = sizes[stems]
+        r = np.repeat(picked, counts)
+        within = np.arange(len(r)) - np.repeat(np.cumsum(counts) - counts, counts)
+        return r, flat[np.repeat(starts[stems], counts) + within]
 
     def placement(self, target: ConnectorRef, row: np.ndarray, slot: int) -> Placement:
         """The placement of one row (part, source and yaw at ``target``) for palette ``slot``."""
@@ -434,9 +450,7 @@ class Offers:
         rows, t_of, stock = self.rows, self.t_of, self.stock
         by_stem = self.ranking._slots_of_stem & stock[None, :]
         live = by_stem.any(axis=1)[rows[:, 0]] if len(rows) else np.zeros(0, dtype=bool)
-        pick = np.flatnonzero(live & (rows[:, 11] < depth))
-        i, p = np.nonzero(by_stem[rows[pick, 0]])
-        r = pick[i]
+        r, p = self.ranking.slot_pairs(rows, np.flatnonzero(live & (rows[:, 11] < depth)), stock)
         n = t_of[r]
         in_stock = np.flatnonzero(stock)
         start = np.searchsorted(in_stock, n % len(stock))
