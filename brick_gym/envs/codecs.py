@@ -297,7 +297,7 @@ class LegalityMemo:
         key = self.key(placement)
         hit = self._verdicts.get(key)
         if hit is None:
-            hit = assembly.evaluate(placement).ok
+            hit = assembly.evaluate(placement, explain=False).ok
             pose = assembly.pose_for(placement)
             self._verdicts[key] = hit
             self._poses[key] = pose

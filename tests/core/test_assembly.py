@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.catalog import part
 from brick_gym.core.examples import readme_wall, translation
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.core.validity import check, consistency_errors
@@ -276,3 +277,27 @@ def test_real_altbuild_inventory_loads(altbuild_inventory_path) -> None:
     assert len({stem for stem, _ in inv.limits}) == 104
     assert len(inv.limits) == 223
     assert inv.total == 783
+
+
+def test_an_unexplained_check_gives_the_same_verdict_and_pieces_without_the_wording() -> None:
+    """``evaluate(explain=False)`` (what candidate lists ask) refuses the same placements for the same reason and
+    pieces as the explained check, box parts and slopes alike; only the overlap's description is left out."""
+    rng = np.random.default_rng(3)
+    asm = Assembly(name="explain")
+    asm.add("3958", "red")
+    compared = refused = 0
+    for _ in range(400):
+        free = asm.free_connectors()
+        target = free[int(rng.integers(len(free)))]
+        stem = ("3001", "3004", "3039", "3062b", "3024")[int(rng.integers(5))]
+        holes = part(stem).groups.get("hole", ())
+        if not holes or target.group != "stud":
+            continue
+        placement = Placement(stem, "red", target, ("hole", int(rng.integers(len(holes)))), 90.0 * int(rng.integers(4)))
+        full, bare = asm.evaluate(placement), asm.evaluate(placement, explain=False)
+        assert (full.ok, full.reason, full.pieces) == (bare.ok, bare.reason, bare.pieces)
+        compared += 1
+        refused += not full.ok
+        if full.ok and rng.random() < 0.5:
+            asm.place(placement)
+    assert compared > 100 and refused > 20
