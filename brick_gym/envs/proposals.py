@@ -134,9 +134,14 @@ class TargetRanking:
         """Cell offsets from the box's low corner of a non-box part in one orientation (rows' shape column)."""
         self._shape_of: dict[tuple[str, bytes], int] = {}
         self._padded: tuple[np.ndarray, np.ndarray] | None = None
+        self._placements: dict[tuple[ConnectorRef, int, int, int], Placement] = {}
         self._stock_slots: tuple[bytes, np.ndarray, np.ndarray, np.ndarray] | None = None
         """Per part, its in-stock palette slots (count, start, flat list), for the last stock seen."""
         """:attr:`_shapes` padded to one array (offsets, which are real), remade when a shape is added."""
+
+    def __getstate__(self) -> dict:
+        """Pickled without the placement memo (rebuilt as lists are made; it would only grow the pickle)."""
+        return {**self.__dict__, "_placements": {}}
 
     def _stem_options(self, stem: str, refs: tuple[tuple[str, int], ...], slots: tuple[int, ...]) -> _StemOptions:
         return _StemOptions(stem, slots, *_part_options(stem, refs))
@@ -191,11 +196,18 @@ class TargetRanking:
         return r, flat[np.repeat(starts[stems], counts) + within]
 
     def placement(self, target: ConnectorRef, row: np.ndarray, slot: int) -> Placement:
-        """The placement of one row (part, source and yaw at ``target``) for palette ``slot``."""
-        palette = self.palette[slot]
-        j = int(row[1])
-        source = self._stems[int(row[0])].source_refs[j // len(YAWS)]
-        return Placement(palette.stem, palette.colour, target, source, YAWS[j % len(YAWS)])
+        """The placement of one row (part, source and yaw at ``target``) for palette ``slot`` (memoised: lists
+        change little from step to step)."""
+        k, j = int(row[0]), int(row[1])
+        key = (target, k, j, slot)
+        made = self._placements.get(key)
+        if made is None:
+            if len(self._placements) > 50_000:
+                self._placements.clear()
+            palette = self.palette[slot]
+            source = self._stems[k].source_refs[j // len(YAWS)]
+            made = self._placements[key] = Placement(palette.stem, palette.colour, target, source, YAWS[j % len(YAWS)])
+        return made
 
     def local(self, rows: np.ndarray) -> np.ndarray:
         """(n, 4, 4) transforms from the target connector's frame to the new part of rows."""
