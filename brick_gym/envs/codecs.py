@@ -28,7 +28,7 @@ from brick_gym.core.catalog import part as get_part
 from brick_gym.core.collision import BoxGrid, world_aabb
 from brick_gym.core.colours import colour as get_colour
 from brick_gym.core.preview import preview
-from brick_gym.envs.palette import YAWS, PaletteSlot, mating_combos
+from brick_gym.envs.palette import YAWS, PaletteSlot, mating_combos, slot_rotation
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -418,8 +418,9 @@ class CandidateCodec:
         """Legal placements (palette index, placement, pose, agreement with the target or None), at most
         ``max_attempts`` tried. With ``ranking`` (tasks with a target), those that fill the unbuilt target come
         first, best first (:meth:`TargetRanking.offers`); then, and without a ranking, round-robin over target
-        slots, each slot starting at a different palette slot, so that every region of the model and every part and
-        colour is offered. A placement whose legality the grid does not know is checked with a (memoised) dry run."""
+        slots, each slot starting at its own palette slot (:func:`~brick_gym.envs.palette.slot_rotation`), so that
+        every region of the model and every part and colour is offered. A placement whose legality the grid does
+        not know is checked with a (memoised) dry run."""
         stock = _in_stock(assembly, self.palette)
         if not any(stock):
             return []
@@ -427,7 +428,7 @@ class CandidateCodec:
             return self._offered(assembly, targets, ranking, stock)
         out: list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]] = []
         in_stock = [p for p, ok in enumerate(stock) if ok]
-        options = _round_robin([self._options(assembly, t, in_stock, n) for n, t in enumerate(targets)])
+        options = _round_robin([self._options(assembly, t, in_stock, slot_rotation(assembly, t)) for t in targets])
         for attempts, (slot, placement) in enumerate(options, start=1):
             if self.memo.legal(assembly, placement):
                 out.append((slot, placement, self.memo.pose(assembly, placement), None))  # type: ignore[arg-type]

@@ -78,6 +78,13 @@ def mating_combos(slot: PaletteSlot, target: Connector) -> tuple[tuple[int, floa
     return tuple((s, yaw) for s in range(len(slot.sources)) if cx.mates(target, slot.source(s)) for yaw in YAWS)
 
 
+def slot_rotation(assembly: Assembly, target: ConnectorRef) -> int:
+    """Where a target slot's palette round starts: fixed by the slot itself (its piece and connector), not by its
+    place in the list, so that a new piece's slots leave the others' lists, and their remembered verdicts, alone;
+    a piece's connectors start one palette slot apart."""
+    return 13 * target.piece + assembly[target.piece].part.connector(target.group, target.index).index
+
+
 def _free_mateable(assembly: Assembly, pid: int, sources: tuple[Connector, ...]) -> list[ConnectorRef]:
     """A piece's free connectors that some source can mate, its connector groups interleaved (stud 0, hole 0,
     tube 0, stud 1, ...), so that a few of them already reach every kind: a plate's top as well as its underside."""

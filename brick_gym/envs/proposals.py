@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from brick_gym.core.catalog import Connector
 from brick_gym.core.occupancy import box_shape, contained_shape, quarter_turns
 from brick_gym.core.progress import TargetProgress, box_sums
 from brick_gym.core.voxels import VoxelGrid, cell_ranges, fills_its_box, voxelize, world_bounds
-from brick_gym.envs.palette import YAWS, PaletteSlot
+from brick_gym.envs.palette import YAWS, PaletteSlot, slot_rotation
 
 _TURNS = np.array(
     [
@@ -423,6 +423,11 @@ class Offers:
     ranked_rows: np.ndarray
     ranked_slots: np.ndarray
 
+    @cached_property
+    def rotations(self) -> np.ndarray:
+        """(targets,) where each target slot's palette round starts (:func:`~brick_gym.envs.palette.slot_rotation`)."""
+        return np.array([slot_rotation(self.assembly, t) for t in self.targets], dtype=np.int64)
+
     @classmethod
     def nothing(cls, ranking: TargetRanking, assembly: Assembly, targets: Sequence[ConnectorRef]) -> Offers:
         """No placement at all (no target slot, or nothing in stock)."""
@@ -456,16 +461,16 @@ class Offers:
         return np.concatenate([self.ranked_rows, r[keep]]), np.concatenate([self.ranked_slots, p[keep]]), complete
 
     def _round_robin(self, depth: int) -> tuple[np.ndarray, np.ndarray, bool]:
-        """The connector order over rows of depth < ``depth``: slot n's placements go part by part through the
-        in-stock palette rotated to start at n, round after round of (source, yaw); the slots take turns, one
-        placement each. Cut after the last round that every slot with deeper rows fills."""
+        """The connector order over rows of depth < ``depth``: a slot's placements go part by part through the
+        in-stock palette rotated to start at its :attr:`rotations`, round after round of (source, yaw); the slots
+        take turns, one placement each. Cut after the last round that every slot with deeper rows fills."""
         rows, t_of, stock = self.rows, self.t_of, self.stock
         by_stem = self.ranking._slots_of_stem & stock[None, :]
         live = by_stem.any(axis=1)[rows[:, 0]] if len(rows) else np.zeros(0, dtype=bool)
         r, p = self.ranking.slot_pairs(rows, np.flatnonzero(live & (rows[:, 11] < depth)), stock)
         n = t_of[r]
         in_stock = np.flatnonzero(stock)
-        start = np.searchsorted(in_stock, n % len(stock))
+        start = np.searchsorted(in_stock, self.rotations[n] % len(stock))
         rot = (np.cumsum(stock)[p] - 1 - start) % max(len(in_stock), 1)
         order = np.lexsort((rot, rows[r, 11], n))
         r, p, n = r[order], p[order], n[order]
