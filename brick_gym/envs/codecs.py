@@ -350,6 +350,14 @@ class CandidateCodec:
         self.memo = LegalityMemo()
         self._subsets: dict[tuple[int, ...], CandidateCodec] = {}
         self._combos: dict[tuple[str, str, str | None], list[tuple[tuple[int, float], ...]]] = {}
+        self._orders: tuple[list[int], dict[tuple[tuple[str, str, str | None], int], list[int]]] = ([], {})
+        """For the last in-stock list: the rotated palette order per (connector type, start)."""
+        self._placements: dict[tuple[ConnectorRef, int, int], Placement] = {}
+        """Placements by (target slot, palette slot, depth): offers change little from step to step."""
+
+    def __getstate__(self) -> dict:
+        """Pickled without the order and placement memos (remade as lists are made)."""
+        return {**self.__dict__, "_orders": ([], {}), "_placements": {}}
 
     def space(self) -> spaces.Discrete:
         """The action space."""
@@ -480,9 +488,15 @@ class CandidateCodec:
         """Placements at one slot, lazily: the first (source, yaw) of every palette slot in stock (``in_stock``,
         ascending palette indices), then the second, and so on, with the palette order rotated by ``rotation``."""
         t_conn = assembly[target.piece].part.connector(target.group, target.index)
+        kind = (t_conn.kind, t_conn.subtype, t_conn.polarity)
         combos = self._combos_for(t_conn)
         start = bisect.bisect_left(in_stock, rotation % len(self.palette))
-        order = [p for p in in_stock[start:] + in_stock[:start] if combos[p]]
+        if self._orders[0] != in_stock:
+            self._orders = (list(in_stock), {})
+        order = self._orders[1].get((kind, start))
+        if order is None:  # the same for every slot of this connector type starting here, while stock lasts
+            order = self._orders[1][(kind, start)] = [p for p in in_stock[start:] + in_stock[:start] if combos[p]]
+        made = self._placements
         depth = 0
         while order:
             left = []
@@ -490,8 +504,14 @@ class CandidateCodec:
                 mine = combos[p]
                 if depth < len(mine):
                     left.append(p)
-                    slot, (s, yaw) = self.palette[p], mine[depth]
-                    yield p, Placement(slot.stem, slot.colour, target, slot.sources[s], yaw)
+                    placement = made.get((target, p, depth))
+                    if placement is None:
+                        if len(made) > 50_000:
+                            made.clear()
+                        slot, (s, yaw) = self.palette[p], mine[depth]
+                        placement = Placement(slot.stem, slot.colour, target, slot.sources[s], yaw)
+                        made[(target, p, depth)] = placement
+                    yield p, placement
             order, depth = left, depth + 1
 
     def _combos_for(self, target: Connector) -> list[tuple[tuple[int, float], ...]]:
