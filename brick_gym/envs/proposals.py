@@ -7,8 +7,10 @@ the codec tries them in decides what a policy can do at all. With a target, the 
 that fill it. Each placement's cells come from precomputed tables (per part, source and yaw, the new piece's
 quarter turn and translation relative to the target connector's frame), so a new slot costs a few array
 operations; scores and legality come from summed-volume tables of :class:`~brick_gym.core.progress.
-TargetProgress` over each piece's box (slopes are counted over their own cells). A box part whose cells meet no
-built cell and no piece off the lattice is legal without a dry run; one that meets a built box part is not.
+TargetProgress` over each piece's box (slopes are counted over their own cells). A box or contained part
+(``occupancy.contained_shape``: slopes too) whose cells meet no built cell and no uncertain one is legal without a
+dry run; a box part that meets a built box part is not. The codec reads it all as arrays (:class:`Offers`): the
+ranked rows, then the connector order's round-robin, objects made only for what is listed.
 """
 
 from __future__ import annotations
