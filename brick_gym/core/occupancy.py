@@ -9,7 +9,9 @@ stud from below. Decided once per part, from the mesh, with the same fcl geometr
 For two box parts on the lattice (turned by quarter-turns about the vertical, upright, on whole cells), "their
 cell boxes share a cell" is the same verdict as "their collision meshes intersect": the property test over
 random placements checks it against fcl. Any other piece (slopes, round parts, Technic, parts off the lattice)
-keeps the fcl narrow phase, with this grid as one of its broad phases.
+keeps the fcl narrow phase, with this grid as one of its broad phases. A *contained* part (``contained_shape``:
+box parts, and slopes or round parts that stay inside their cells, studs aside, and take a stud under every cell)
+cannot collide with anything whose cells miss its box: what candidate lists use to skip dry runs.
 """
 
 from __future__ import annotations
