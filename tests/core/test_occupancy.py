@@ -114,6 +114,20 @@ def _fcl_collides(assembly: Assembly, stem: str, where: np.ndarray) -> bool:
     return bool(verdicts.any())
 
 
+def _random_placement(a: Assembly, rng: np.random.Generator, palette: tuple[str, ...]) -> Placement | None:
+    """A random part of ``palette`` by a random mating source and yaw at a random free connector (None when the
+    part has no source that mates it)."""
+    free = a.free_connectors()
+    target = free[int(rng.integers(len(free)))]
+    t_conn = a[target.piece].part.connector(target.group, target.index)
+    stem = palette[int(rng.integers(len(palette)))]
+    sources = [c for c in part(stem).connectors if cx.mates(t_conn, c)]
+    if not sources:
+        return None
+    src = sources[int(rng.integers(len(sources)))]
+    return Placement(stem, "red", target, (src.group, src.group_index), float(rng.integers(4)) * 90)
+
+
 def agreement(seed: int, placements: int, palette: tuple[str, ...] = MIXED) -> tuple[int, int, list[str]]:
     """(placements compared, of them on the grid path, disagreements) over random connector placements."""
     rng = np.random.default_rng(seed)
@@ -124,15 +138,10 @@ def agreement(seed: int, placements: int, palette: tuple[str, ...] = MIXED) -> t
         if len(a) > 60:  # start a new scene now and then: many shapes of neighbourhood, not one huge model
             a = Assembly(name=f"agree-{seed}-{compared}")
             a.add("3958", "red")
-        free = a.free_connectors()
-        target = free[int(rng.integers(len(free)))]
-        t_conn = a[target.piece].part.connector(target.group, target.index)
-        stem = palette[int(rng.integers(len(palette)))]
-        sources = [c for c in part(stem).connectors if cx.mates(t_conn, c)]
-        if not sources:
+        placement = _random_placement(a, rng, palette)
+        if placement is None:
             continue
-        src = sources[int(rng.integers(len(sources)))]
-        placement = Placement(stem, "red", target, (src.group, src.group_index), float(rng.integers(4)) * 90)
+        stem, target = str(placement.part), placement.target
         where = a.pose_for(placement)
         if where is None:
             continue
@@ -176,15 +185,10 @@ def contained_agreement(seed: int, placements: int) -> tuple[int, int, list[str]
         if len(a) > 40:
             a = Assembly(name=f"contained-{seed}-{tries}", strict=False)
             a.add("3958", "red")
-        free = a.free_connectors()
-        target = free[int(rng.integers(len(free)))]
-        t_conn = a[target.piece].part.connector(target.group, target.index)
-        stem = palette[int(rng.integers(len(palette)))]
-        sources = [c for c in part(stem).connectors if cx.mates(t_conn, c)]
-        if not sources:
+        placement = _random_placement(a, rng, palette)
+        if placement is None:
             continue
-        src = sources[int(rng.integers(len(sources)))]
-        placement = Placement(stem, "red", target, (src.group, src.group_index), float(rng.integers(4)) * 90)
+        stem, target = str(placement.part), placement.target
         where = a.pose_for(placement)
         shape = contained_shape(stem)
         cells = cell_range(shape, where) if shape is not None and where is not None else None
