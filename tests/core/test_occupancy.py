@@ -114,37 +114,37 @@ def _fcl_collides(assembly: Assembly, stem: str, where: np.ndarray) -> bool:
     return bool(verdicts.any())
 
 
-def _random_placement(a: Assembly, rng: np.random.Generator, palette: tuple[str, ...]) -> Placement | None:
-    """A random part of ``palette`` by a random mating source and yaw at a random free connector (None when the
-    part has no source that mates it)."""
+def _grow(
+    a: Assembly | None, rng: np.random.Generator, palette: tuple[str, ...], limit: int, *, strict: bool
+) -> tuple[Assembly, Placement | None, np.ndarray | None]:
+    """The scene to grow (``a``, or a new one on a base plate past ``limit`` pieces: many shapes of neighbourhood,
+    not one huge model), a random part of ``palette`` by a random mating source and yaw at one of its free
+    connectors (None when that part has no source mating it), and the pose it gives (None when unresolvable)."""
+    if a is None or len(a) > limit:
+        a = Assembly(name="scene", strict=strict)
+        a.add("3958", "red")
     free = a.free_connectors()
     target = free[int(rng.integers(len(free)))]
     t_conn = a[target.piece].part.connector(target.group, target.index)
     stem = palette[int(rng.integers(len(palette)))]
     sources = [c for c in part(stem).connectors if cx.mates(t_conn, c)]
     if not sources:
-        return None
+        return a, None, None
     src = sources[int(rng.integers(len(sources)))]
-    return Placement(stem, "red", target, (src.group, src.group_index), float(rng.integers(4)) * 90)
+    placement = Placement(stem, "red", target, (src.group, src.group_index), float(rng.integers(4)) * 90)
+    return a, placement, a.pose_for(placement)
 
 
 def agreement(seed: int, placements: int, palette: tuple[str, ...] = MIXED) -> tuple[int, int, list[str]]:
     """(placements compared, of them on the grid path, disagreements) over random connector placements."""
     rng = np.random.default_rng(seed)
     compared, on_grid, bad = 0, 0, []
-    a = Assembly(name=f"agree-{seed}")
-    a.add("3958", "red")
+    a = None
     while compared < placements:
-        if len(a) > 60:  # start a new scene now and then: many shapes of neighbourhood, not one huge model
-            a = Assembly(name=f"agree-{seed}-{compared}")
-            a.add("3958", "red")
-        placement = _random_placement(a, rng, palette)
-        if placement is None:
+        a, placement, where = _grow(a, rng, palette, 60, strict=True)
+        if placement is None or where is None:
             continue
         stem, target = str(placement.part), placement.target
-        where = a.pose_for(placement)
-        if where is None:
-            continue
         outcome = a.evaluate(placement)
         if outcome.reason not in (None, "collision"):
             continue
@@ -177,21 +177,16 @@ def contained_agreement(seed: int, placements: int) -> tuple[int, int, list[str]
     rng = np.random.default_rng(seed)
     palette = MIXED + CONTAINED
     free_boxes, involved, bad = 0, 0, []
-    a = Assembly(name=f"contained-{seed}", strict=False)
-    a.add("3958", "red")
+    a = None
     tries = 0
     while free_boxes < placements and tries < 40 * placements:
         tries += 1
-        if len(a) > 40:
-            a = Assembly(name=f"contained-{seed}-{tries}", strict=False)
-            a.add("3958", "red")
-        placement = _random_placement(a, rng, palette)
-        if placement is None:
+        a, placement, where = _grow(a, rng, palette, 40, strict=False)
+        if placement is None or where is None:
             continue
         stem, target = str(placement.part), placement.target
-        where = a.pose_for(placement)
         shape = contained_shape(stem)
-        cells = cell_range(shape, where) if shape is not None and where is not None else None
+        cells = cell_range(shape, where) if shape is not None else None
         if cells is not None and not any(_meet(cells, _region(p.part.stem, p.pose)) for p in a):
             free_boxes += 1
             involved += box_shape(stem) is None or any(
@@ -199,7 +194,7 @@ def contained_agreement(seed: int, placements: int) -> tuple[int, int, list[str]
             )
             if _fcl_collides(a, stem, where):
                 bad.append(f"{stem} at {target} yaw {placement.yaw}")
-        if where is not None and a.evaluate(placement).ok and rng.random() < 0.7:
+        if a.evaluate(placement).ok and rng.random() < 0.7:
             a.place(placement)
     return free_boxes, involved, bad
 
