@@ -129,7 +129,7 @@ class TargetRanking:
         """Index of each part's first row in the table (rows are part-major, then source * 4 + yaw)."""
         self._mates: dict[tuple[str, str, str | None], np.ndarray] = {}
         self._slot_rows: dict[ConnectorRef, tuple[object, np.ndarray, np.ndarray]] = {}
-        self._sums: dict[ConnectorRef, tuple[np.ndarray, int, int, np.ndarray]] = {}
+        self._pool: _Pool | None = None
         self._start_sums: dict[ConnectorRef, tuple[np.ndarray, np.ndarray]] = {}
         """Counts of the start piece's slots with nothing else built (the same in every episode on this target)."""
         self._shapes: list[np.ndarray] = []
@@ -173,8 +173,9 @@ class TargetRanking:
         r, p = self.slot_pairs(rows, hit, stock_mask)
         score = (sums[r, 0] + sums[r, 2 + self._channel_of_slot[p]]) / volume[r]
         maybe_blocked = built[r]
-        if len(r) > 4 * limit:  # the best 4 * limit before the exact sort
-            best = np.argpartition(maybe_blocked * 10.0 - score, 4 * limit)[: 4 * limit]
+        if len(r) > 4 * limit:  # the best 4 * limit and every tie with the last of them, before the exact sort
+            key = maybe_blocked * 10.0 - score
+            best = key <= np.partition(key, 4 * limit - 1)[4 * limit - 1]
             r, p, maybe_blocked, score = r[best], p[best], maybe_blocked[best], score[best]
         order = np.lexsort((rows[r, 1], p, t_of[r], -volume[r], -score, maybe_blocked))
         r, p = r[order], p[order]
@@ -218,46 +219,52 @@ class TargetRanking:
     def _counted(
         self, assembly: Assembly, targets: Sequence[ConnectorRef]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Every slot's rows (concatenated), their counts (left, built, uncertain, left per colour, an empty colour,
-        built or uncertain over the whole box),
-        their target counts and their slot index. Each slot's counts are kept between steps; only rows whose cells a
-        piece added since touches are counted again, all slots at once."""
+        """The rows of every slot of ``targets`` (in no particular order), their counts (left, built, uncertain,
+        left per colour, an empty colour, built or uncertain over the whole box), their target counts and their
+        slot's index in ``targets``. Rows live in one pool per progress generation, a slot's appended when it first
+        appears; each row's counts are kept and recounted only where a piece added since touches it, so a step
+        costs its new slots and the rows its new piece changed, not every slot's rows again."""
         progress = self.progress
-        per_slot = self._rows(assembly, targets)
-        rows = np.concatenate([r for r, _ in per_slot])
-        goals = np.concatenate([g for _, g in per_slot])
-        lengths = [len(r) for r, _ in per_slot]
-        t_of = np.repeat(np.arange(len(targets)), lengths)
-        width = 3 + len(progress.colours) + 2
-        sums = np.zeros((len(rows), width), dtype=np.int64)
-        stale = np.zeros(len(rows), dtype=bool)
-        since = np.zeros(len(rows), dtype=np.int64)
-        ends = np.cumsum(lengths)
+        pool = self._pool
+        if pool is None or pool.generation != progress.generation or pool.owner is not assembly:
+            pool = self._pool = _Pool(
+                progress.generation, assembly, 1 + len(progress.colours), 4 + len(progress.colours) + 1
+            )
         now = len(progress.changes)
         at_start = now == 1 and len(assembly) == 1  # only the start piece: its counts are the same every episode
-        for ref, (slot_rows, _), end, n in zip(targets, per_slot, ends.tolist(), lengths, strict=True):
-            cached = self._sums.get(ref)
-            start = self._start_sums.get(ref) if at_start else None
-            if cached is not None and cached[0] is slot_rows and cached[1] == progress.generation:
-                sums[end - n : end] = cached[3]
-                since[end - n : end] = cached[2]
-            elif start is not None and start[0] is slot_rows:
-                sums[end - n : end] = start[1]
-                since[end - n : end] = now
+        slots = np.empty(len(targets), dtype=np.int64)
+        missing = []
+        for n, ref in enumerate(targets):
+            slot = pool.slot_of.get(ref)
+            if slot is None:
+                missing.append(n)
             else:
-                stale[end - n : end] = True
-        first = int(since[~stale].min()) if (~stale).any() else now
+                slots[n] = slot
+        if missing:
+            for n, (rows, goals) in zip(missing, self._rows(assembly, [targets[n] for n in missing]), strict=True):
+                start = self._start_sums.get(targets[n]) if at_start else None
+                known = start[1] if start is not None and start[0] is rows else None
+                slots[n] = pool.add(targets[n], rows, goals, known, now)
+        index = np.full(len(pool.slot_of), -1, dtype=np.int64)
+        index[slots] = np.arange(len(targets))
+        t_all = index[pool.slot[: pool.size]]
+        live = np.flatnonzero(t_all >= 0)
+        rows, since = pool.rows[live], pool.since[live]
+        stale = since < 0
+        counted = since[~stale]
         a, b = rows[:, 2:5], rows[:, 5:8]
-        for k in range(first, now):  # rows counted before change k and touched by it
+        for k in range(int(counted.min()) if len(counted) else now, now):  # counted before change k, touched by it
             lo, hi = progress.changes[k]
             stale |= (since <= k) & np.all(a <= hi, axis=1) & np.all(b >= lo, axis=1)
         if stale.any():
-            sums[stale] = self._count(rows[stale])
-        for ref, (slot_rows, _), end, n in zip(targets, per_slot, ends.tolist(), lengths, strict=True):
-            self._sums[ref] = (slot_rows, progress.generation, now, sums[end - n : end])
-            if at_start:
-                self._start_sums[ref] = (slot_rows, sums[end - n : end])
-        return rows, sums, goals, t_of
+            pool.sums[live[stale]] = self._count(rows[stale])
+        pool.since[live] = now
+        sums = pool.sums[live]
+        if at_start:
+            for n in missing:
+                first, last = pool.span[slots[n]]
+                self._start_sums[targets[n]] = (pool.source[slots[n]], pool.sums[first:last].copy())
+        return rows, sums, pool.goals[live], t_all[live]
 
     def _count(self, rows: np.ndarray) -> np.ndarray:
         """(n, 3 + colours + 2) counts of rows over the progress arrays (parts that do not fill their box over
@@ -507,6 +514,55 @@ class Offers:
         colour = np.where(present, goals[np.arange(len(rows)), np.minimum(channel, goals.shape[1] - 1)], 0)
         volume = self.rows[rows, 10].astype(np.float64)
         return np.column_stack([goals[:, 0] / volume, colour / volume])
+
+
+class _Pool:
+    """Every target slot's rows met in one progress generation, in one set of arrays (appended as slots first
+    appear), with each row's counts and the change index they were counted at (−1: never)."""
+
+    def __init__(self, generation: int, owner: Assembly, goal_width: int, width: int) -> None:
+        self.generation, self.owner = generation, owner
+        self.size = 0
+        self.rows = np.zeros((0, 12), dtype=np.int64)
+        self.goals = np.zeros((0, goal_width), dtype=np.int64)
+        self.sums = np.zeros((0, width), dtype=np.int64)
+        self.since = np.zeros(0, dtype=np.int64)
+        self.slot = np.zeros(0, dtype=np.int64)
+        self.slot_of: dict[ConnectorRef, int] = {}
+        self.span: list[tuple[int, int]] = []
+        self.source: list[np.ndarray] = []
+        """Per slot, the row array its rows were copied from (what start counts are keyed by)."""
+
+    def add(self, ref: ConnectorRef, rows: np.ndarray, goals: np.ndarray, sums: np.ndarray | None, now: int) -> int:
+        """Append a slot's rows (with ``sums`` counted as of change ``now``, or to be counted); its slot id."""
+        first, last = self.size, self.size + len(rows)
+        if last > len(self.rows):
+            grown = max(last, 2 * len(self.rows), 1024)
+            self.rows = _grown(self.rows, grown)
+            self.goals = _grown(self.goals, grown)
+            self.sums = _grown(self.sums, grown)
+            self.since = _grown(self.since, grown)
+            self.slot = _grown(self.slot, grown)
+        slot = len(self.span)
+        self.rows[first:last] = rows
+        self.goals[first:last] = goals
+        self.slot[first:last] = slot
+        if sums is None:
+            self.since[first:last] = -1
+        else:
+            self.sums[first:last], self.since[first:last] = sums, now
+        self.size = last
+        self.slot_of[ref] = slot
+        self.span.append((first, last))
+        self.source.append(rows)
+        return slot
+
+
+def _grown(array: np.ndarray, length: int) -> np.ndarray:
+    """``array`` copied into the start of a longer zeroed one."""
+    out = np.zeros((length, *array.shape[1:]), dtype=array.dtype)
+    out[: len(array)] = array
+    return out
 
 
 def _first_of_each(keys: np.ndarray) -> np.ndarray:
