@@ -161,18 +161,12 @@ class TargetRanking:
             return Offers.nothing(self, assembly, targets)
         progress = self.progress
         progress.sync(assembly)
-        rows, sums, goals, t_of = self._counted(assembly, targets)
-        a, b = rows[:, 2:5], rows[:, 5:8]
+        rows, sums, goals, t_of, verdicts = self._counted(assembly, targets)
         volume = rows[:, 10]
-        inside = np.all(a >= 0, axis=1) & np.all(b < np.asarray(progress.shape), axis=1)
-        built = sums[:, 1] > 0
-        free = inside & (rows[:, 9] != OTHER) & (sums[:, -1] == 0)
-        blocked = inside & (rows[:, 9] == BOX) & (sums[:, 2] == 0) & built
-        verdicts = np.where(free, 1, np.where(blocked, 0, -1)).astype(np.int8)
-        hit = np.flatnonzero((sums[:, 0] > 0) & ~blocked)
+        hit = np.flatnonzero((sums[:, 0] > 0) & (verdicts != 0))
         r, p = self.slot_pairs(rows, hit, stock_mask)
         score = (sums[r, 0] + sums[r, 2 + self._channel_of_slot[p]]) / volume[r]
-        maybe_blocked = built[r]
+        maybe_blocked = sums[r, 1] > 0
         if len(r) > 4 * limit:  # the best 4 * limit and every tie with the last of them, before the exact sort
             key = maybe_blocked * 10.0 - score
             best = key <= np.partition(key, 4 * limit - 1)[4 * limit - 1]
@@ -218,12 +212,13 @@ class TargetRanking:
 
     def _counted(
         self, assembly: Assembly, targets: Sequence[ConnectorRef]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The rows of every slot of ``targets`` (in no particular order), their counts (left, built, uncertain,
-        left per colour, an empty colour, built or uncertain over the whole box), their target counts and their
-        slot's index in ``targets``. Rows live in one pool per progress generation, a slot's appended when it first
-        appears; each row's counts are kept and recounted only where a piece added since touches it, so a step
-        costs its new slots and the rows its new piece changed, not every slot's rows again."""
+        left per colour, an empty colour, built or uncertain over the whole box), their target counts, their
+        slot's index in ``targets`` and their legality as far as the grid knows it (:meth:`_verdicts`). Rows live
+        in one pool per progress generation, a slot's appended when it first appears; each row's counts are kept
+        and recounted only where a piece added since touches it (slots out of reach of the change are not even
+        looked at), so a step costs its new slots and the rows its new piece changed."""
         progress = self.progress
         pool = self._pool
         if pool is None or pool.generation != progress.generation or pool.owner is not assembly:
@@ -245,26 +240,49 @@ class TargetRanking:
                 start = self._start_sums.get(targets[n]) if at_start else None
                 known = start[1] if start is not None and start[0] is rows else None
                 slots[n] = pool.add(targets[n], rows, goals, known, now)
-        index = np.full(len(pool.slot_of), -1, dtype=np.int64)
+                if known is not None:
+                    first, last = pool.spans[slots[n]]
+                    pool.verdicts[first:last] = self._verdicts(rows, known)
+        index = np.full(pool.slots, -1, dtype=np.int64)
         index[slots] = np.arange(len(targets))
-        t_all = index[pool.slot[: pool.size]]
-        live = np.flatnonzero(t_all >= 0)
-        rows, since = pool.rows[live], pool.since[live]
-        stale = since < 0
-        counted = since[~stale]
-        a, b = rows[:, 2:5], rows[:, 5:8]
-        for k in range(int(counted.min()) if len(counted) else now, now):  # counted before change k, touched by it
-            lo, hi = progress.changes[k]
-            stale |= (since <= k) & np.all(a <= hi, axis=1) & np.all(b >= lo, axis=1)
-        if stale.any():
-            pool.sums[live[stale]] = self._count(rows[stale])
-        pool.since[live] = now
-        sums = pool.sums[live]
+        stale = self._stale(pool, np.flatnonzero(index >= 0), now)
+        if len(stale):
+            pool.sums[stale] = counts = self._count(pool.rows[stale])
+            pool.verdicts[stale] = self._verdicts(pool.rows[stale], counts)
         if at_start:
             for n in missing:
-                first, last = pool.span[slots[n]]
+                first, last = pool.spans[slots[n]]
                 self._start_sums[targets[n]] = (pool.source[slots[n]], pool.sums[first:last].copy())
-        return rows, sums, pool.goals[live], t_all[live]
+        t_all = index[pool.slot[: pool.size]]
+        live = np.flatnonzero(t_all >= 0)
+        return pool.rows[live], pool.sums[live], pool.goals[live], t_all[live], pool.verdicts[live]
+
+    def _stale(self, pool: _Pool, active: np.ndarray, now: int) -> np.ndarray:
+        """Pool positions of the ``active`` slots' rows never counted, or counted before a change that touches
+        them (each change is tested against the slots' bounds first, then against the rows of the slots it
+        reaches); the active slots are then valid at ``now``."""
+        since = pool.since[active]
+        out = [np.arange(*pool.spans[slot]) for slot in active[since < 0].tolist()]
+        counted = active[since >= 0]
+        for k in range(int(since[since >= 0].min()) if len(counted) else now, now):
+            lo, hi = self.progress.changes[k]
+            reach = (pool.since[counted] <= k) & np.all(pool.lo[counted] <= hi, axis=1)
+            near = counted[reach & np.all(pool.hi[counted] >= lo, axis=1)]
+            if len(near):
+                pos = np.concatenate([np.arange(*pool.spans[slot]) for slot in near.tolist()])
+                rows = pool.rows[pos]
+                out.append(pos[np.all(rows[:, 2:5] <= hi, axis=1) & np.all(rows[:, 5:8] >= lo, axis=1)])
+        pool.since[active] = now
+        return np.unique(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
+
+    def _verdicts(self, rows: np.ndarray, sums: np.ndarray) -> np.ndarray:
+        """(n,) int8 legality of rows as far as the grid knows it, stock aside: 1 a box or contained part whose box
+        meets nothing built or uncertain inside the arrays, 0 a box part meeting a built box part where nothing is
+        uncertain, −1 ask the assembly."""
+        inside = np.all(rows[:, 2:5] >= 0, axis=1) & np.all(rows[:, 5:8] < np.asarray(self.progress.shape), axis=1)
+        free = inside & (rows[:, 9] != OTHER) & (sums[:, -1] == 0)
+        blocked = inside & (rows[:, 9] == BOX) & (sums[:, 2] == 0) & (sums[:, 1] > 0)
+        return np.where(free, 1, np.where(blocked, 0, -1)).astype(np.int8)
 
     def _count(self, rows: np.ndarray) -> np.ndarray:
         """(n, 3 + colours + 2) counts of rows over the progress arrays (parts that do not fill their box over
@@ -518,7 +536,8 @@ class Offers:
 
 class _Pool:
     """Every target slot's rows met in one progress generation, in one set of arrays (appended as slots first
-    appear), with each row's counts and the change index they were counted at (−1: never)."""
+    appear), with their counts and verdicts, and per slot its rows' span and bounds and the change index its
+    counts are valid at."""
 
     def __init__(self, generation: int, owner: Assembly, goal_width: int, width: int) -> None:
         self.generation, self.owner = generation, owner
@@ -526,34 +545,44 @@ class _Pool:
         self.rows = np.zeros((0, 12), dtype=np.int64)
         self.goals = np.zeros((0, goal_width), dtype=np.int64)
         self.sums = np.zeros((0, width), dtype=np.int64)
-        self.since = np.zeros(0, dtype=np.int64)
+        self.verdicts = np.zeros(0, dtype=np.int8)
         self.slot = np.zeros(0, dtype=np.int64)
         self.slot_of: dict[ConnectorRef, int] = {}
-        self.span: list[tuple[int, int]] = []
+        self.spans = np.zeros((0, 2), dtype=np.int64)
+        self.lo = np.zeros((0, 3), dtype=np.int64)
+        self.hi = np.zeros((0, 3), dtype=np.int64)
+        self.since = np.zeros(0, dtype=np.int64)
+        """Per slot: the change index its counts are valid at (−1: never counted)."""
         self.source: list[np.ndarray] = []
         """Per slot, the row array its rows were copied from (what start counts are keyed by)."""
+
+    @property
+    def slots(self) -> int:
+        return len(self.source)
 
     def add(self, ref: ConnectorRef, rows: np.ndarray, goals: np.ndarray, sums: np.ndarray | None, now: int) -> int:
         """Append a slot's rows (with ``sums`` counted as of change ``now``, or to be counted); its slot id."""
         first, last = self.size, self.size + len(rows)
         if last > len(self.rows):
             grown = max(last, 2 * len(self.rows), 1024)
-            self.rows = _grown(self.rows, grown)
-            self.goals = _grown(self.goals, grown)
-            self.sums = _grown(self.sums, grown)
+            self.rows, self.goals, self.sums = (_grown(x, grown) for x in (self.rows, self.goals, self.sums))
+            self.verdicts, self.slot = _grown(self.verdicts, grown), _grown(self.slot, grown)
+        slot = self.slots
+        if slot >= len(self.spans):
+            grown = max(2 * len(self.spans), 64)
+            self.spans, self.lo, self.hi = (_grown(x, grown) for x in (self.spans, self.lo, self.hi))
             self.since = _grown(self.since, grown)
-            self.slot = _grown(self.slot, grown)
-        slot = len(self.span)
-        self.rows[first:last] = rows
-        self.goals[first:last] = goals
-        self.slot[first:last] = slot
-        if sums is None:
-            self.since[first:last] = -1
-        else:
-            self.sums[first:last], self.since[first:last] = sums, now
+        self.rows[first:last], self.goals[first:last], self.slot[first:last] = rows, goals, slot
+        if sums is not None:
+            self.sums[first:last] = sums
+        self.spans[slot] = first, last
+        if len(rows):
+            self.lo[slot], self.hi[slot] = rows[:, 2:5].min(axis=0), rows[:, 5:8].max(axis=0)
+        else:  # an empty box: no change reaches it
+            self.lo[slot], self.hi[slot] = 1, 0
+        self.since[slot] = now if sums is not None else -1
         self.size = last
         self.slot_of[ref] = slot
-        self.span.append((first, last))
         self.source.append(rows)
         return slot
 
