@@ -436,7 +436,7 @@ class CandidateCodec:
             return self._offered(assembly, targets, ranking, stock)
         out: list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]] = []
         in_stock = [p for p, ok in enumerate(stock) if ok]
-        options = _round_robin([self._options(assembly, t, in_stock, slot_rotation(assembly, t)) for t in targets])
+        options = _round_robin([self._options(assembly, t, in_stock) for t in targets])
         for attempts, (slot, placement) in enumerate(options, start=1):
             if self.memo.legal(assembly, placement):
                 out.append((slot, placement, self.memo.pose(assembly, placement), None))  # type: ignore[arg-type]
@@ -483,14 +483,15 @@ class CandidateCodec:
         return np.flatnonzero(verdicts == 1)
 
     def _options(
-        self, assembly: Assembly, target: ConnectorRef, in_stock: list[int], rotation: int
+        self, assembly: Assembly, target: ConnectorRef, in_stock: list[int]
     ) -> Iterator[tuple[int, Placement]]:
-        """Placements at one slot, lazily: the first (source, yaw) of every palette slot in stock (``in_stock``,
-        ascending palette indices), then the second, and so on, with the palette order rotated by ``rotation``."""
+        """Placements at one slot, lazily (nothing is worked out before the first is asked for): the first (source,
+        yaw) of every palette slot in stock (``in_stock``, ascending palette indices), then the second, and so on,
+        with the palette order rotated to start at the slot's :func:`~brick_gym.envs.palette.slot_rotation`."""
         t_conn = assembly[target.piece].part.connector(target.group, target.index)
         kind = (t_conn.kind, t_conn.subtype, t_conn.polarity)
         combos = self._combos_for(t_conn)
-        start = bisect.bisect_left(in_stock, rotation % len(self.palette))
+        start = bisect.bisect_left(in_stock, slot_rotation(assembly, target) % len(self.palette))
         if self._orders[0] != in_stock:
             self._orders = (list(in_stock), {})
         order = self._orders[1].get((kind, start))

@@ -16,7 +16,6 @@ from brick_gym.core.voxels import cell_ranges, piece_agreement, voxelize, world_
 from brick_gym.envs.codecs import _in_stock
 from brick_gym.envs.fidelity_targets import ALL_KINDS, generate
 from brick_gym.envs.fidelity_tasks import task_for
-from brick_gym.envs.palette import slot_rotation
 from brick_gym.envs.proposals import TargetRanking
 
 
@@ -215,7 +214,7 @@ def _listed_the_slow_way(base) -> list[tuple[int, Placement]]:
     ranked = base.episode.ranking.offers(asm, targets, stock, limit).ranked()
     seen = {LegalityMemo.key(p) for _, p in ranked}
     in_stock = [p for p, ok in enumerate(stock) if ok]
-    rest = _round_robin([fresh._options(asm, t, in_stock, slot_rotation(asm, t)) for t in targets])
+    rest = _round_robin([fresh._options(asm, t, in_stock) for t in targets])
     tried = ranked + [(s, p) for s, p in rest if LegalityMemo.key(p) not in seen]
     out = []
     for slot, placement in tried[: codec.max_attempts]:
