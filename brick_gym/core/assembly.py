@@ -785,11 +785,18 @@ class Assembly:
             self._conn_grid.add(pid, piece.part, piece.points, piece.axes)
         else:  # joined by add_all: indexed only when a later placement needs the grid
             self._loaded.add(pid)
-        self._adjacent[pid] = Counter()
         self._component_of[pid] = pid
         self._members[pid] = {pid}
-        for j in joints:
-            self._link(j)
+        links, adjacent = self._links, self._adjacent
+        mine = adjacent[pid] = Counter()
+        for j in joints:  # each joins this piece: its links, then one merge per neighbour
+            links.setdefault((j.a, j.a_conn), {})[(j.b, j.b_conn)] = j
+            links.setdefault((j.b, j.b_conn), {})[(j.a, j.a_conn)] = j
+            other = j.b if j.a == pid else j.a
+            mine[other] += 1
+            adjacent[other][pid] += 1
+        for other in mine:
+            self._merge(pid, other)
 
     def _link(self, j: Joint) -> None:
         """Record a joint between two placed pieces."""
