@@ -598,6 +598,11 @@ def _first_of_each(keys: np.ndarray) -> np.ndarray:
     """Ascending positions of the first row of each distinct row of ``keys`` (n, k) ints."""
     if len(keys) < 2:
         return np.arange(len(keys))
+    low = keys.min(axis=0)
+    span = keys.max(axis=0) - low + 1
+    if float(np.prod(span.astype(np.float64))) < 2.0**62:  # one integer per row: a 1-D unique
+        weights = np.cumprod(np.concatenate([[1], span[:0:-1]]))[::-1]  # mixed radix, last column fastest
+        return np.sort(np.unique((keys - low) @ weights, return_index=True)[1])
     order = np.lexsort(keys.T[::-1])  # stable: within equal keys, the earliest position comes first
     ordered = keys[order]
     new = np.ones(len(keys), dtype=bool)
