@@ -452,12 +452,14 @@ class CandidateCodec:
         """:meth:`_listing` with a ranking: the ranking's offers in order, the round-robin part only as deep as the
         list needs, dry runs only where the grid does not know the verdict."""
         offers = ranking.offers(assembly, targets, stock, min(self.max_attempts, 4 * self.max_candidates))
+        rows, slots = offers.ranked_rows[: self.max_attempts], offers.ranked_slots[: self.max_attempts]
+        legal = self._resolve(assembly, offers, rows, slots)  # often enough: no round-robin to work out
         depth = 1
-        while True:
+        while len(legal) < self.max_candidates and len(rows) < self.max_attempts:
             rows, slots, complete = offers.sequence(depth)
             rows, slots = rows[: self.max_attempts], slots[: self.max_attempts]
             legal = self._resolve(assembly, offers, rows, slots)
-            if len(legal) >= self.max_candidates or complete or len(rows) >= self.max_attempts:
+            if complete:
                 break
             depth *= 2
         chosen = legal[: self.max_candidates]
