@@ -58,7 +58,10 @@ class ObservationBuilder:
         self.palette = tuple(palette)
         self._slot_of = {(s.stem, s.colour): i for i, s in enumerate(self.palette)}
         self._piece_rows: dict[int, tuple[Piece, tuple[float, ...]]] = {}
-        self._target_rows: dict[ConnectorRef, tuple[Piece, tuple[float, ...]]] = {}
+        self._target_rows: dict[ConnectorRef, tuple[Piece, int]] = {}
+        """Per connector: the piece object its row was made for and the row's index in :attr:`_target_table`."""
+        self._target_table = np.zeros((0, 7), dtype=np.float32)
+        self._target_count = 0
         self._agreements: dict[tuple, tuple[float, float]] = {}
         self._block: np.ndarray | None = None
         self._block_pieces: list[Piece] = []
@@ -104,7 +107,7 @@ class ObservationBuilder:
         tgt = np.zeros((c.max_targets, 7), dtype=np.float32)
         if targets:
             shown = targets[: c.max_targets]
-            tgt[: len(shown)] = [self._target_row(assembly, t) for t in shown]
+            tgt[: len(shown)] = self._target_block(assembly, shown)
         inventory = np.zeros(c.palette_size, dtype=np.float32)
         left = assembly.stock_left()
         for i, (slot, start) in enumerate(zip(self.palette, initial_stock, strict=True)):
@@ -190,18 +193,34 @@ class ObservationBuilder:
         self._piece_rows[piece.id] = (piece, row)
         return row
 
+    def _target_block(self, assembly: Assembly, refs: Sequence[ConnectorRef]) -> np.ndarray:
+        """(n, 7) rows of ``refs``: each row made once per (connector, piece object) into one growing table, then
+        gathered by index, so a step costs a dictionary lookup per listed slot, not a row."""
+        pieces = assembly.pieces
+        if len(self._target_rows) > 100_000:  # a long run's old pieces: start the table again
+            self._target_rows.clear()
+            self._target_count = 0
+        index = np.empty(len(refs), dtype=np.int64)
+        for n, ref in enumerate(refs):
+            piece = pieces[ref.piece]
+            hit = self._target_rows.get(ref)
+            if hit is None or hit[0] is not piece:
+                if self._target_count == len(self._target_table):
+                    grown = np.zeros((max(256, 2 * len(self._target_table)), 7), dtype=np.float32)
+                    grown[: self._target_count] = self._target_table[: self._target_count]
+                    self._target_table = grown
+                self._target_table[self._target_count] = self._target_row(assembly, ref)
+                hit = self._target_rows[ref] = (piece, self._target_count)
+                self._target_count += 1
+            index[n] = hit[1]
+        return self._target_table[index]
+
     def _target_row(self, assembly: Assembly, ref: ConnectorRef) -> tuple[float, ...]:
-        """present, x, height, z, axis (x, up, z) of a connector — memoised per (piece object, connector)."""
-        piece = assembly[ref.piece]
-        hit = self._target_rows.get(ref)
-        if hit is not None and hit[0] is piece:
-            return hit[1]
+        """present, x, height, z, axis (x, up, z) of a connector."""
         frame = assembly.connector_frame(ref)
         x, h, z = _position_features(frame[None, :3, 3], self.config.scale)[0]
         axis = -frame[:3, 1]
-        row = (1.0, x, h, z, axis[0], -axis[1], axis[2])
-        self._target_rows[ref] = (piece, row)
-        return row
+        return (1.0, x, h, z, axis[0], -axis[1], axis[2])
 
     def _candidates(
         self,
