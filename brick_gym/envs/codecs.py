@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -436,7 +436,7 @@ class CandidateCodec:
             return self._offered(assembly, targets, ranking, stock)
         out: list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]] = []
         in_stock = [p for p, ok in enumerate(stock) if ok]
-        options = _round_robin([self._options(assembly, t, in_stock) for t in targets])
+        options = _round_robin(self._options(assembly, t, in_stock) for t in targets)
         for attempts, (slot, placement) in enumerate(options, start=1):
             if self.memo.legal(assembly, placement):
                 out.append((slot, placement, self.memo.pose(assembly, placement), None))  # type: ignore[arg-type]
@@ -585,8 +585,15 @@ def _in_stock(assembly: Assembly, palette: Sequence[PaletteSlot]) -> list[bool]:
     return [inv.allows(s.stem, s.colour) and left.get((s.stem, s.colour), 0) != 0 for s in palette]
 
 
-def _round_robin(iterators: list[Iterator]) -> Iterator:
-    live = list(iterators)
+def _round_robin(iterators: Iterable[Iterator]) -> Iterator:
+    """One item of each iterator in turn, round after round, dropping the exhausted; the iterators themselves are
+    taken only as the first round reaches them (a list that stops early never makes the rest)."""
+    live = []
+    for it in iterators:
+        item = next(it, None)
+        if item is not None:
+            yield item
+            live.append(it)
     while live:
         nxt = []
         for it in live:
