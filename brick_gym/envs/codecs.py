@@ -352,8 +352,9 @@ class CandidateCodec:
         self._combos: dict[tuple[str, str, str | None], list[tuple[tuple[int, float], ...]]] = {}
         self._orders: tuple[list[int], dict[tuple[tuple[str, str, str | None], int], list[int]]] = ([], {})
         """For the last in-stock list: the rotated palette order per (connector type, start)."""
-        self._placements: dict[tuple[ConnectorRef, int, int], Placement] = {}
-        """Placements by (target slot, palette slot, depth): offers change little from step to step."""
+        self._placements: dict[tuple[ConnectorRef, tuple[str, str, str | None], int, int], Placement] = {}
+        """Placements by (target slot, its connector type, palette slot, depth): offers change little from step to
+        step."""
 
     def __getstate__(self) -> dict:
         """Pickled without the order and placement memos (remade as lists are made)."""
@@ -507,13 +508,13 @@ class CandidateCodec:
                 mine = combos[p]
                 if depth < len(mine):
                     left.append(p)
-                    placement = made.get((target, p, depth))
+                    placement = made.get((target, kind, p, depth))  # kind: ids come back with other parts
                     if placement is None:
                         if len(made) > 50_000:
                             made.clear()
                         slot, (s, yaw) = self.palette[p], mine[depth]
                         placement = Placement(slot.stem, slot.colour, target, slot.sources[s], yaw)
-                        made[(target, p, depth)] = placement
+                        made[(target, kind, p, depth)] = placement
                     yield p, placement
             order, depth = left, depth + 1
 
