@@ -136,10 +136,11 @@ class TargetRanking:
         """Cell offsets from the box's low corner of a non-box part in one orientation (rows' shape column)."""
         self._shape_of: dict[tuple[str, bytes], int] = {}
         self._padded: tuple[np.ndarray, np.ndarray] | None = None
+        """:attr:`_shapes` padded to one array (offsets, which are real), remade when a shape is added."""
         self._placements: dict[tuple[ConnectorRef, int, int, int], Placement] = {}
+        """Placements by (target slot, part, source * 4 + yaw, palette slot): lists change little between steps."""
         self._stock_slots: tuple[bytes, np.ndarray, np.ndarray, np.ndarray] | None = None
         """Per part, its in-stock palette slots (count, start, flat list), for the last stock seen."""
-        """:attr:`_shapes` padded to one array (offsets, which are real), remade when a shape is added."""
 
     def __getstate__(self) -> dict:
         """Pickled without the placement memo (rebuilt as lists are made; it would only grow the pickle)."""
