@@ -589,19 +589,16 @@ def _in_stock(assembly: Assembly, palette: Sequence[PaletteSlot]) -> list[bool]:
 def _round_robin(iterators: Iterable[Iterator]) -> Iterator:
     """One item of each iterator in turn, round after round, dropping the exhausted; the iterators themselves are
     taken only as the first round reaches them (a list that stops early never makes the rest)."""
-    live = []
-    for it in iterators:
-        item = next(it, None)
-        if item is not None:
-            yield item
-            live.append(it)
-    while live:
+    live: Iterable[Iterator] = iterators  # the first round reads the iterable itself, so it makes them as it goes
+    while True:
         nxt = []
         for it in live:
             item = next(it, None)
             if item is not None:
                 yield item
                 nxt.append(it)
+        if not nxt:
+            return
         live = nxt
 
 

@@ -86,25 +86,18 @@ def test_a_step_dry_runs_little_more_than_its_new_piece_brings(monkeypatch) -> N
     assert len(after) > 25 and len(calls) / 30 < 25
 
 
-def test_the_connector_order_list_equals_a_fresh_codecs_across_episodes() -> None:
+def test_the_connector_order_list_equals_a_fresh_codecs_across_episodes(random_states) -> None:
     """The codec's memos (verdicts, rotated orders, placements) never change its list: along random episodes, with
     piece ids coming back as other parts after a reset, it equals the list of a codec that remembers nothing."""
     import gymnasium as gym
 
     import brick_gym.envs  # noqa: F401
     from brick_gym.envs.codecs import CandidateCodec
-    from brick_gym.rl.baselines import RandomMaskedAgent
 
-    env = gym.make("BrickGym/Model-v0", encoding="candidates")
-    agent = RandomMaskedAgent(6)
     states = 0
-    for seed in range(3):
-        env.reset(seed=seed)
-        for _ in range(12):
-            base = env.unwrapped
-            codec = base.episode.codec
-            fresh = CandidateCodec(codec.palette, codec.max_candidates, codec.max_attempts)
-            assert base.view.candidates == fresh.candidates(base.assembly, base.view.targets)
-            states += 1
-            env.step(agent.act(env))
+    for base in random_states(gym.make("BrickGym/Model-v0", encoding="candidates"), range(3), 12, agent_seed=6):
+        codec = base.episode.codec
+        fresh = CandidateCodec(codec.palette, codec.max_candidates, codec.max_attempts)
+        assert base.view.candidates == fresh.candidates(base.assembly, base.view.targets)
+        states += 1
     assert states == 36

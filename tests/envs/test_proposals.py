@@ -225,23 +225,13 @@ def _listed_the_slow_way(base) -> list[tuple[int, Placement]]:
     return out
 
 
-def test_the_array_listing_is_the_object_listing_with_every_verdict_a_dry_run() -> None:
+def test_the_array_listing_is_the_object_listing_with_every_verdict_a_dry_run(random_states) -> None:
     """Along random episodes (slopes included), the target-guided list made from arrays, with legality from the
     occupancy grid where it is certain, equals the list made placement by placement with a dry run each."""
-    from brick_gym.rl.baselines import RandomMaskedAgent
-
-    env = _fidelity_env(split="test")
-    agent = RandomMaskedAgent(4)
     states = 0
-    for seed in range(2):
-        env.reset(seed=seed)
-        for _ in range(25):
-            base = env.unwrapped
-            assert base.view.candidates == _listed_the_slow_way(base)
-            states += 1
-            _, _, terminated, truncated, _ = env.step(agent.act(env))
-            if terminated or truncated:
-                break
+    for base in random_states(_fidelity_env(split="test"), range(2), 25, agent_seed=4):
+        assert base.view.candidates == _listed_the_slow_way(base)
+        states += 1
     assert states > 40
 
 
