@@ -45,6 +45,11 @@ def box_sums(table: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return p[7] - p[6] - p[5] + p[4] - p[3] + p[2] + p[1] - p[0]  # inclusion-exclusion: + where 3 - ones is even
 
 
+def _slices(lo: np.ndarray, hi: np.ndarray) -> tuple[slice, slice, slice]:
+    """The index of the inclusive cell box ``[lo, hi]`` in the arrays."""
+    return tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))  # type: ignore[return-value]
+
+
 def _add_box(tables: np.ndarray, lo: np.ndarray, change: np.ndarray) -> None:
     """Add to summed-volume ``tables`` (channels, X + 1, U + 1, Z + 1) a change confined to the box whose low
     cell is ``lo``, given by its own summed volume ``change`` (channels, nx + 1, ny + 1, nz + 1): every entry
@@ -140,7 +145,7 @@ class TargetProgress:
             if np.any(hi < lo):
                 return
             before = self._before(lo, hi)
-            box = tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))
+            box = _slices(lo, hi)
             self._fill(box, ~self.built[box], piece.colour)
             self._changed(lo, hi, before)
             return
@@ -161,13 +166,13 @@ class TargetProgress:
             idx = tuple(i[fresh] for i in idx)
             self._fill(idx, np.ones(len(idx[0]), dtype=bool), piece.colour)
         if np.all(u_hi >= u_lo):
-            self.uncertain[tuple(slice(int(a), int(b) + 1) for a, b in zip(u_lo, u_hi, strict=True))] += 1
+            self.uncertain[_slices(u_lo, u_hi)] += 1
         if before is not None:
             self._changed(lo, hi, before)
 
     def _before(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The built and uncertain cells of a box before a change (what :meth:`_changed` takes the tables from)."""
-        box = tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))
+        box = _slices(lo, hi)
         return self.built[box].copy(), self.uncertain[box] > 0
 
     def _changed(self, lo: np.ndarray, hi: np.ndarray, before: tuple[np.ndarray, np.ndarray]) -> None:
@@ -177,7 +182,7 @@ class TargetProgress:
         self.changes.append((lo, hi))
         if self._tables is None and self._colour_tables is None:
             return
-        box = tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))
+        box = _slices(lo, hi)
         old_built, old_uncertain = before
         built, uncertain = self.built[box], self.uncertain[box] > 0
         was_left, left = ~old_built, ~built
