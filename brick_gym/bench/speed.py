@@ -32,10 +32,10 @@ class _Recorder(Assembly):
         self.log: list[Placement] = []
         self.timings: list[tuple[int, float]] = []
 
-    def place(self, placement: Placement, *, dry_run: bool = False) -> Outcome:
+    def place(self, placement: Placement, *, dry_run: bool = False, explain: bool = True) -> Outcome:
         n = len(self.pieces)
         t = time.perf_counter()
-        outcome = super().place(placement, dry_run=dry_run)
+        outcome = super().place(placement, dry_run=dry_run, explain=explain)
         if not dry_run:
             self.timings.append((n, time.perf_counter() - t))
             if outcome.ok:

@@ -449,17 +449,15 @@ class Assembly:
         """Check a placement without committing it: the outcome ``place`` would give (joints not listed). With
         ``explain=False`` a collision's message is not written (verdict and pieces only: for callers that only ask
         whether, such as candidate lists, where wording the overlap costs a third of a refused check)."""
-        resolved = self._resolved(placement)
-        if isinstance(resolved, Outcome):
-            return resolved
-        return self._commit_checked(*resolved, dry_run=True, explain=explain)
+        return self.place(placement, dry_run=True, explain=explain)
 
-    def place(self, placement: Placement, *, dry_run: bool = False) -> Outcome:
-        """Check a placement against the assembly and commit it (unless ``dry_run``), or refuse it with a reason."""
+    def place(self, placement: Placement, *, dry_run: bool = False, explain: bool = True) -> Outcome:
+        """Check a placement against the assembly and commit it (unless ``dry_run``), or refuse it with a reason
+        (its collision worded unless ``explain=False``)."""
         resolved = self._resolved(placement)
         if isinstance(resolved, Outcome):
             return resolved
-        return self._commit_checked(*resolved, dry_run=dry_run)
+        return self._commit_checked(*resolved, dry_run=dry_run, explain=explain)
 
     def _resolved(self, placement: Placement) -> Outcome | tuple[Part, int, np.ndarray, tuple[int, int, int] | None]:
         """(part, colour code, world pose, authored connection) of a placement, or the refusal of what is wrong."""
