@@ -291,10 +291,11 @@ class LegalityMemo:
         assert t is not None
         return (t.piece, t.group, t.index, str(placement.part), placement.source, placement.yaw)
 
-    def legal(self, assembly: Assembly, placement: Placement) -> bool:
-        """The dry-run verdict of ``placement`` (memoised)."""
+    def legal(self, assembly: Assembly, placement: Placement, key: tuple | None = None) -> bool:
+        """The dry-run verdict of ``placement`` (memoised; ``key``: its :meth:`key`, when the caller keeps it)."""
         self._sync(assembly)
-        key = self.key(placement)
+        if key is None:
+            key = self.key(placement)
         hit = self._verdicts.get(key)
         if hit is None:
             hit = assembly.evaluate(placement, explain=False).ok
@@ -306,10 +307,17 @@ class LegalityMemo:
                 self._boxes.add(key, *world_aabb(get_part(placement.part).stem, pose))
         return hit
 
-    def pose(self, assembly: Assembly, placement: Placement) -> np.ndarray | None:
+    def known(self, assembly: Assembly) -> dict[tuple, bool]:
+        """The remembered verdicts by :meth:`key`, valid for ``assembly`` as it is now (read them, do not write)."""
+        self._sync(assembly)
+        return self._verdicts
+
+    def pose(self, assembly: Assembly, placement: Placement, key: tuple | None = None) -> np.ndarray | None:
         """The pose ``placement`` gives its part (memoised with the verdict)."""
-        self.legal(assembly, placement)
-        return self._poses[self.key(placement)]
+        if key is None:
+            key = self.key(placement)
+        self.legal(assembly, placement, key)
+        return self._poses[key]
 
     def _sync(self, assembly: Assembly) -> None:
         if assembly is not self._owner:
@@ -352,13 +360,13 @@ class CandidateCodec:
         self._combos: dict[tuple[str, str, str | None], list[tuple[tuple[int, float], ...]]] = {}
         self._orders: tuple[list[int], dict[tuple[tuple[str, str, str | None], int], list[int]]] = ([], {})
         """For the last in-stock list: the rotated palette order per (connector type, start)."""
-        self._placements: dict[tuple[ConnectorRef, tuple[str, str, str | None], int, int], Placement] = {}
-        """Placements by (target slot, its connector type, palette slot, depth): offers change little from step to
-        step."""
+        self._slot_options: dict[ConnectorRef, _SlotOptions] = {}
+        """Per target slot, its placements in the connector order as far as lists have read them (for the last
+        in-stock list): offers change little from step to step."""
 
     def __getstate__(self) -> dict:
         """Pickled without the order and placement memos (remade as lists are made)."""
-        return {**self.__dict__, "_orders": ([], {}), "_placements": {}}
+        return {**self.__dict__, "_orders": ([], {}), "_slot_options": {}}
 
     def space(self) -> spaces.Discrete:
         """The action space."""
@@ -435,17 +443,40 @@ class CandidateCodec:
             return []
         if ranking is not None:
             return self._offered(assembly, targets, ranking, stock)
-        out: list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]] = []
-        in_stock = [p for p, ok in enumerate(stock) if ok]
-        options = _round_robin(self._options(assembly, t, in_stock) for t in targets)
-        for attempts, (slot, placement) in enumerate(options, start=1):
-            if self.memo.legal(assembly, placement):
-                out.append((slot, placement, self.memo.pose(assembly, placement), None))  # type: ignore[arg-type]
-                if len(out) >= self.max_candidates:
-                    break
-            if attempts >= self.max_attempts:
-                break
-        return out
+        return self._round_robin(assembly, targets, [p for p, ok in enumerate(stock) if ok])
+
+    def _round_robin(
+        self, assembly: Assembly, targets: Sequence[ConnectorRef], in_stock: list[int]
+    ) -> list[tuple[int, Placement, np.ndarray, tuple[float, float] | None]]:
+        """:meth:`_listing` without a ranking: one placement of each target slot in turn (its :meth:`_options`),
+        round after round, the legal ones listed; a slot's options are made only when the first round reaches it,
+        and kept while its piece and the stock stay (most steps only read what earlier steps made)."""
+        if self._orders[0] != in_stock:
+            self._orders = (list(in_stock), {})
+            self._slot_options.clear()
+        elif len(self._slot_options) > 20_000:
+            self._slot_options.clear()
+        memo, out, attempts, depth = self.memo, [], 0, 0
+        known = memo.known(assembly)  # a refused placement is a lookup; the memo itself for new ones
+        live: Iterable[_SlotOptions] = (self._options(assembly, t, in_stock) for t in targets)
+        while True:
+            deeper = []
+            for options in live:
+                item = options.item(depth)
+                if item is None:
+                    continue
+                deeper.append(options)
+                slot, placement, key = item
+                attempts += 1
+                if known.get(key) or (key not in known and memo.legal(assembly, placement, key)):
+                    out.append((slot, placement, memo.pose(assembly, placement, key), None))  # type: ignore[arg-type]
+                    if len(out) >= self.max_candidates:
+                        return out
+                if attempts >= self.max_attempts:
+                    return out
+            if not deeper:
+                return out
+            live, depth = deeper, depth + 1
 
     def _offered(
         self, assembly: Assembly, targets: Sequence[ConnectorRef], ranking: TargetRanking, stock: list[bool]
@@ -485,22 +516,29 @@ class CandidateCodec:
             found += ok
         return np.flatnonzero(verdicts == 1)
 
-    def _options(
-        self, assembly: Assembly, target: ConnectorRef, in_stock: list[int]
-    ) -> Iterator[tuple[int, Placement]]:
-        """Placements at one slot, lazily (nothing is worked out before the first is asked for): the first (source,
-        yaw) of every palette slot in stock (``in_stock``, ascending palette indices), then the second, and so on,
-        with the palette order rotated to start at the slot's :func:`~brick_gym.envs.palette.slot_rotation`."""
-        t_conn = assembly[target.piece].part.connector(target.group, target.index)
+    def _options(self, assembly: Assembly, target: ConnectorRef, in_stock: list[int]) -> _SlotOptions:
+        """The placements at one slot (kept while its piece stays): the first (source, yaw) of every palette slot
+        in stock (``in_stock``, ascending palette indices), then the second, and so on, with the palette order
+        rotated to start at the slot's :func:`~brick_gym.envs.palette.slot_rotation`; made lazily."""
+        host = assembly.pieces[target.piece]
+        known = self._slot_options.get(target)
+        if known is not None and known.host is host:
+            return known
+        t_conn = host.part.connector(target.group, target.index)
         kind = (t_conn.kind, t_conn.subtype, t_conn.polarity)
         combos = self._combos_for(t_conn)
         start = bisect.bisect_left(in_stock, slot_rotation(assembly, target) % len(self.palette))
-        if self._orders[0] != in_stock:
-            self._orders = (list(in_stock), {})
         order = self._orders[1].get((kind, start))
         if order is None:  # the same for every slot of this connector type starting here, while stock lasts
             order = self._orders[1][(kind, start)] = [p for p in in_stock[start:] + in_stock[:start] if combos[p]]
-        made = self._placements
+        made = self._slot_options[target] = _SlotOptions(host, self._placements_at(target, order, combos))
+        return made
+
+    def _placements_at(
+        self, target: ConnectorRef, order: list[int], combos: list[tuple[tuple[int, float], ...]]
+    ) -> Iterator[tuple[int, Placement, tuple]]:
+        """(palette slot, placement, memo key) at ``target`` in the connector order: depth by depth, each palette
+        slot of ``order`` that has that many (source, yaw) pairs."""
         depth = 0
         while order:
             left = []
@@ -508,14 +546,9 @@ class CandidateCodec:
                 mine = combos[p]
                 if depth < len(mine):
                     left.append(p)
-                    placement = made.get((target, kind, p, depth))  # kind: ids come back with other parts
-                    if placement is None:
-                        if len(made) > 50_000:
-                            made.clear()
-                        slot, (s, yaw) = self.palette[p], mine[depth]
-                        placement = Placement(slot.stem, slot.colour, target, slot.sources[s], yaw)
-                        made[(target, kind, p, depth)] = placement
-                    yield p, placement
+                    slot, (s, yaw) = self.palette[p], mine[depth]
+                    placement = Placement(slot.stem, slot.colour, target, slot.sources[s], yaw)
+                    yield p, placement, LegalityMemo.key(placement)
             order, depth = left, depth + 1
 
     def _combos_for(self, target: Connector) -> list[tuple[tuple[int, float], ...]]:
@@ -586,20 +619,26 @@ def _in_stock(assembly: Assembly, palette: Sequence[PaletteSlot]) -> list[bool]:
     return [inv.allows(s.stem, s.colour) and left.get((s.stem, s.colour), 0) != 0 for s in palette]
 
 
-def _round_robin(iterators: Iterable[Iterator]) -> Iterator:
-    """One item of each iterator in turn, round after round, dropping the exhausted; the iterators themselves are
-    taken only as the first round reaches them (a list that stops early never makes the rest)."""
-    live: Iterable[Iterator] = iterators  # the first round reads the iterable itself, so it makes them as it goes
-    while True:
-        nxt = []
-        for it in live:
-            item = next(it, None)
-            if item is not None:
-                yield item
-                nxt.append(it)
-        if not nxt:
-            return
-        live = nxt
+class _SlotOptions:
+    """One target slot's placements in the connector order, made as far as they are read: the host piece they
+    were made for, and each item (palette slot, placement, memo key)."""
+
+    __slots__ = ("_more", "host", "items")
+
+    def __init__(self, host: object, more: Iterator[tuple[int, Placement, tuple]]) -> None:
+        self.host = host
+        self.items: list[tuple[int, Placement, tuple]] = []
+        self._more = more
+
+    def item(self, n: int) -> tuple[int, Placement, tuple] | None:
+        """The ``n``-th placement, or None when the slot has fewer."""
+        items = self.items
+        while len(items) <= n:
+            made = next(self._more, None)
+            if made is None:
+                return None
+            items.append(made)
+        return items[n]
 
 
 __all__ = [

@@ -26,3 +26,37 @@ def random_states() -> Callable[..., Iterator[Any]]:
                     break
 
     return states
+
+
+@pytest.fixture
+def connector_order() -> Callable[..., list[Any]]:
+    """``connector_order(assembly, palette, targets, stock)``: (palette slot, placement) pairs in the codec's
+    order without a target, written out from its definition: each slot's in-stock palette rotated to start at its
+    ``slot_rotation``, every part's (source, yaw) pairs depth by depth; the slots take turns, one pair each."""
+    import bisect
+
+    from brick_gym.core.assembly import Placement
+    from brick_gym.envs.palette import mating_combos, slot_rotation
+
+    def order(assembly: Any, palette: Any, targets: Any, stock: list[bool]) -> list[Any]:
+        in_stock = [p for p, ok in enumerate(stock) if ok]
+        per_slot = []
+        for ref in targets:
+            conn = assembly[ref.piece].part.connector(ref.group, ref.index)
+            start = bisect.bisect_left(in_stock, slot_rotation(assembly, ref) % len(palette))
+            rotated = in_stock[start:] + in_stock[:start]
+            combos = {p: mating_combos(palette[p], conn) for p in rotated}
+            deepest = max((len(c) for c in combos.values()), default=0)
+            per_slot.append(
+                [
+                    (p, Placement(palette[p].stem, palette[p].colour, ref, palette[p].sources[s], yaw))
+                    for depth in range(deepest)
+                    for p in rotated
+                    if depth < len(combos[p])
+                    for s, yaw in [combos[p][depth]]
+                ]
+            )
+        longest = max((len(x) for x in per_slot), default=0)
+        return [items[k] for k in range(longest) for items in per_slot if k < len(items)]
+
+    return order

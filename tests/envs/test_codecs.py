@@ -86,6 +86,32 @@ def test_a_step_dry_runs_little_more_than_its_new_piece_brings(monkeypatch) -> N
     assert len(after) > 25 and len(calls) / 30 < 25
 
 
+def test_the_list_without_a_target_is_the_connector_order_with_every_verdict_a_dry_run(
+    random_states, connector_order
+) -> None:
+    """Along a dense random Set build, the list the codec makes from its kept per-slot options and remembered
+    verdicts equals the connector order written out, every placement dry-run, cut at N legal or the attempts."""
+    import gymnasium as gym
+
+    import brick_gym.envs  # noqa: F401
+    from brick_gym.envs.codecs import _in_stock
+
+    states = 0
+    env = gym.make("BrickGym/Set-v0", encoding="candidates", max_candidates=16, max_targets=96)
+    for base in random_states(env, range(1), 40, agent_seed=2):
+        asm, codec = base.assembly, base.episode.codec
+        tried = connector_order(asm, codec.palette, base.view.targets, _in_stock(asm, codec.palette))
+        expected = []
+        for slot, placement in tried[: codec.max_attempts]:
+            if asm.evaluate(placement).ok:
+                expected.append((slot, placement))
+                if len(expected) == codec.max_candidates:
+                    break
+        assert base.view.candidates == expected
+        states += 1
+    assert states == 40
+
+
 def test_the_connector_order_list_equals_a_fresh_codecs_across_episodes(random_states) -> None:
     """The codec's memos (verdicts, rotated orders, placements) never change its list: along random episodes, with
     piece ids coming back as other parts after a reset, it equals the list of a codec that remembers nothing."""

@@ -200,10 +200,10 @@ def test_any_action_sequence_on_a_target_guided_list_is_safe(actions: list, seed
             break
 
 
-def _listed_the_slow_way(base) -> list[tuple[int, Placement]]:
+def _listed_the_slow_way(base, connector_order) -> list[tuple[int, Placement]]:
     """The candidate list built from objects, every placement dry-run: the ranked placements, then the connector
     order's round-robin without the ranked (slot, part, source, yaw), cut at N legal or the attempt limit."""
-    from brick_gym.envs.codecs import CandidateCodec, LegalityMemo, _round_robin
+    from brick_gym.envs.codecs import CandidateCodec, LegalityMemo
 
     asm, codec, targets = base.assembly, base.codec, base.view.targets
     fresh = CandidateCodec(codec.palette, codec.max_candidates, codec.max_attempts)
@@ -213,8 +213,7 @@ def _listed_the_slow_way(base) -> list[tuple[int, Placement]]:
     limit = min(codec.max_attempts, 4 * codec.max_candidates)
     ranked = base.episode.ranking.offers(asm, targets, stock, limit).ranked()
     seen = {LegalityMemo.key(p) for _, p in ranked}
-    in_stock = [p for p, ok in enumerate(stock) if ok]
-    rest = _round_robin([fresh._options(asm, t, in_stock) for t in targets])
+    rest = connector_order(asm, codec.palette, targets, stock)
     tried = ranked + [(s, p) for s, p in rest if LegalityMemo.key(p) not in seen]
     out = []
     for slot, placement in tried[: codec.max_attempts]:
@@ -225,12 +224,12 @@ def _listed_the_slow_way(base) -> list[tuple[int, Placement]]:
     return out
 
 
-def test_the_array_listing_is_the_object_listing_with_every_verdict_a_dry_run(random_states) -> None:
+def test_the_array_listing_is_the_object_listing_with_every_verdict_a_dry_run(random_states, connector_order) -> None:
     """Along random episodes (slopes included), the target-guided list made from arrays, with legality from the
     occupancy grid where it is certain, equals the list made placement by placement with a dry run each."""
     states = 0
     for base in random_states(_fidelity_env(split="test"), range(2), 25, agent_seed=4):
-        assert base.view.candidates == _listed_the_slow_way(base)
+        assert base.view.candidates == _listed_the_slow_way(base, connector_order)
         states += 1
     assert states > 40
 
