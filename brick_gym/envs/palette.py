@@ -103,8 +103,8 @@ def _listed(per_piece: Sequence[list[ConnectorRef]], limit: int) -> list[Connect
     by one big part (a 16×16 base plate alone has 576 connectors)."""
     if sum(len(refs) for refs in per_piece) <= limit:
         return [ref for refs in per_piece for ref in refs]
-    out = [ref for layer in itertools.zip_longest(*per_piece) for ref in layer if ref is not None]
-    return out[:limit]
+    layers = (ref for layer in itertools.zip_longest(*per_piece) for ref in layer if ref is not None)
+    return list(itertools.islice(layers, limit))  # the layers past the limit are never made
 
 
 def target_slots(assembly: Assembly, palette: Sequence[PaletteSlot], limit: int) -> list[ConnectorRef]:
