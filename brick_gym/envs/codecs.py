@@ -288,8 +288,13 @@ class LegalityMemo:
     def key(placement: Placement) -> tuple:
         """What a verdict is remembered under: (target connector, part, source, yaw)."""
         t = placement.target
-        assert t is not None
-        return (t.piece, t.group, t.index, str(placement.part), placement.source, placement.yaw)
+        assert isinstance(t, ConnectorRef)
+        return LegalityMemo.key_of(t, str(placement.part), placement.source, placement.yaw)
+
+    @staticmethod
+    def key_of(target: ConnectorRef, part: str, source: object, yaw: float) -> tuple:
+        """:meth:`key` from a placement's fields (for callers that have not made the placement)."""
+        return (target.piece, target.group, target.index, part, source, yaw)
 
     def legal(self, assembly: Assembly, placement: Placement, key: tuple | None = None) -> bool:
         """The dry-run verdict of ``placement`` (memoised; ``key``: its :meth:`key`, when the caller keeps it)."""
@@ -506,12 +511,18 @@ class CandidateCodec:
         """Positions of the legal placements among ``rows`` (in order), dry-running those the grid does not know
         until ``max_candidates`` are legal."""
         verdicts = offers.verdicts[rows].copy()
-        known = np.cumsum(verdicts == 1)
+        before = np.cumsum(verdicts == 1)
         found = 0
+        memo = self.memo
+        known = memo.known(assembly)  # remembered verdicts are looked up by key: no placement is made for them
         for u in np.flatnonzero(verdicts < 0).tolist():
-            if known[u] + found >= self.max_candidates:
+            if before[u] + found >= self.max_candidates:
                 break
-            ok = self.memo.legal(assembly, offers.placement(int(rows[u]), int(slots[u])))
+            row = int(rows[u])
+            key = LegalityMemo.key_of(*offers.fields(row))
+            ok = known.get(key)
+            if ok is None:
+                ok = memo.legal(assembly, offers.placement(row, int(slots[u])), key)
             verdicts[u] = ok
             found += ok
         return np.flatnonzero(verdicts == 1)

@@ -518,12 +518,20 @@ class Offers:
         """The placement of ``rows[row]`` for palette ``slot``."""
         return self.ranking.placement(self.targets[int(self.t_of[row])], self.rows[row], slot)
 
+    def fields(self, row: int) -> tuple[ConnectorRef, str, tuple[str, int], float]:
+        """(target slot, part, source, yaw) of ``rows[row]``: what its legality depends on (not the colour),
+        without making the placement."""
+        k, j = int(self.rows[row, 0]), int(self.rows[row, 1])
+        stem = self.ranking._stems[k]
+        return self.targets[int(self.t_of[row])], stem.stem, stem.source_refs[j // len(YAWS)], YAWS[j % len(YAWS)]
+
     def poses(self, rows: np.ndarray) -> np.ndarray:
         """(n, 4, 4) the poses the rows give their new part."""
         if not len(rows):
             return np.zeros((0, 4, 4))
-        frames = np.stack([self.assembly.connector_frame(self.targets[int(t)]) for t in self.t_of[rows]])
-        return frames @ self.ranking.local(self.rows[rows])
+        slots, which = np.unique(self.t_of[rows], return_inverse=True)  # listed rows share a few target slots
+        frames = np.stack([self.assembly.connector_frame(self.targets[t]) for t in slots.tolist()])
+        return frames[which] @ self.ranking.local(self.rows[rows])
 
     def agreement(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """(n, 2) fraction of each row's cells the target fills, and fills in the slot's colour."""
