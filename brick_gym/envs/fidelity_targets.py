@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from brick_gym.core import connectors as cx
-from brick_gym.core.assembly import Assembly, ConnectorRef
+from brick_gym.core.assembly import Assembly, ConnectorRef, Joint
 from brick_gym.core.catalog import part
 from brick_gym.core.examples import BuildFailed
 from brick_gym.core.voxels import VoxelGrid, voxelize
@@ -114,6 +114,11 @@ class _Builder:
         self.steps: list[BuildStep] = [BuildStep(base, colour, None, ("hole", 0), 0.0)]
         self.surface = np.zeros((self.nx, self.nz))  # LDraw y of the top face of every stud column
         self.skipped = 0  # planned pieces that could not be placed (left out)
+        self._studs: dict[tuple[float, ...], ConnectorRef] = {}
+        """Free studs by world position (rounded), kept as pieces are put: a put looks up, it does not rescan."""
+        self._stud_at: dict[tuple[int, int], tuple[float, ...]] = {}
+        """The position key of each indexed (piece, connector index)."""
+        self._index_studs(out.piece)  # type: ignore[arg-type]
 
     def cell_x(self, i: float) -> float:
         """World x of the low edge of cell column ``i``."""
@@ -148,13 +153,9 @@ class _Builder:
         rest = float(self.surface[i0 : i0 + wi, k0 : k0 + wk].min())
         height = float(np.round(hi[1] / 4.0) * 4.0)  # body bottom in the part frame: 24 brick, 8 plate
         t = np.array([self.cell_x(i0) - flo[0], rest - height, self.cell_z(k0) - flo[1]])
-        free = {}
-        for ref in self.asm.free_connectors():
-            if ref.group == "stud":
-                free[tuple(np.round(self.asm.connector_frame(ref)[:3, 3], 3))] = ref
         for h, conn in enumerate(p.groups.get("hole", ())):
             pos = rot[:3, :3] @ conn.frame[:3, 3] + t
-            ref = free.get(tuple(np.round(pos, 3) + 0.0))
+            ref = self._studs.get(tuple(np.round(pos, 3) + 0.0))
             if ref is None:
                 continue
             frame = self.asm.connector_frame(ref)
@@ -171,9 +172,28 @@ class _Builder:
                 return False
             self.steps.append(BuildStep(stem, colour, ref, ("hole", h), turn))
             self.surface[i0 : i0 + wi, k0 : k0 + wk] = rest - height
+            self._take_studs(out.joints)
+            self._index_studs(out.piece)  # type: ignore[arg-type]
             return True
         self.skipped += 1
         return False
+
+    def _index_studs(self, pid: int) -> None:
+        """Index a new piece's free studs."""
+        piece = self.asm[pid]
+        for c in piece.part.groups.get("stud", ()):
+            ref = ConnectorRef(pid, c.group, c.group_index)
+            if self.asm.is_free(ref):
+                key = self._stud_at[(pid, c.index)] = tuple(np.round(self.asm.connector_frame(ref)[:3, 3], 3))
+                self._studs[key] = ref
+
+    def _take_studs(self, joints: Iterable[Joint]) -> None:
+        """Unindex the studs a new piece's joints took."""
+        for j in joints:
+            for end in ((j.a, j.a_conn), (j.b, j.b_conn)):
+                key = self._stud_at.pop(end, None)
+                if key is not None and self._studs.get(key) is not None and self._studs[key].piece == end[0]:
+                    del self._studs[key]
 
     def supported(self, i: int, k: int, level: float) -> bool:
         """Whether cell (i, k) has a top face at ``level`` (something to attach to)."""
