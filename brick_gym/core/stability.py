@@ -443,7 +443,7 @@ def _free_fall(rate_hz: int, steps: int, every: int, threshold: float) -> tuple[
     with _world(rate_hz) as client:
         cube = np.array([[x, y, z] for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
         moments = (np.array([8.0]), np.zeros((1, 3)), (8.0 / 3.0) * np.eye(3)[None])
-        body = _build_body(client, _frames(*moments)[0], cube, [], "hull", "", 0.0)
+        body = _build_body(client, _frames(*moments)[0], cube, [], "hull", "", 0.0, _invisible(client))
         fleet = _Fleet(client, [body])
         for done in range(1, steps + 1):
             p.stepSimulation(physicsClientId=client)
@@ -484,6 +484,12 @@ def _world(rate_hz: int) -> Iterator[int]:
         p.resetSimulation(physicsClientId=client)  # the bodies go now, not at the next test
 
 
+def _invisible(client: int) -> int:
+    """A visual shape for bodies to carry: a body without one gets visuals made from its collision shapes, which
+    costs a third of building a compound of a hundred convex pieces (and nothing here is ever drawn)."""
+    return p.createVisualShape(p.GEOM_SPHERE, radius=1e-3, physicsClientId=client)
+
+
 def _configure(client: int, rate_hz: int) -> None:
     """The drop test's engine settings and gravity (BrickAgent's)."""
     p.setPhysicsEngineParameter(
@@ -509,12 +515,14 @@ def _build_body(
     colliders: str,
     obj_path: str,
     friction: float,
+    visual: int,
 ) -> _Body:
     """One component as a multibody, laid out as BrickAgent does: the base is one compound of the convex pieces
     that may touch other components (meets them), its one link the hull of ``points`` (meets the ground).
 
     ``frame`` is the component's mass frame; ``parts`` the (stem, rotation, position, neighbour boxes) of its parts
-    near another component; the compound is loaded from an OBJ written to ``obj_path``.
+    near another component; the compound is loaded from an OBJ written to ``obj_path``; ``visual`` is the visual
+    shape base and link carry (:func:`_invisible`).
     """
     com, axes, diagonal = frame.com, frame.axes, frame.diagonal
     local = (hull_points(points) - com) @ axes
@@ -529,11 +537,12 @@ def _build_body(
     uid = p.createMultiBody(
         baseMass=mass,
         baseCollisionShapeIndex=compound,
+        baseVisualShapeIndex=visual,
         basePosition=com.tolist(),
         baseOrientation=frame.quaternion,
         linkMasses=[0.0],
         linkCollisionShapeIndices=[hull],
-        linkVisualShapeIndices=[-1],
+        linkVisualShapeIndices=[visual],
         linkPositions=[(0.0, 0.0, 0.0)],
         linkOrientations=[(0.0, 0.0, 0.0, 1.0)],
         linkInertialFramePositions=[(0.0, 0.0, 0.0)],
@@ -665,11 +674,12 @@ def drop_test(
         members: list[list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in groups]
         for i, boxes in regions.items():
             members[labels[i]].append((stems[i], rot[i], pos[i], boxes))
-        bodies = []
+        bodies, visual = [], _invisible(client)
         frames = _frames(*(m[simulated] for m in moments))
         for j, frame in zip(simulated.tolist(), frames, strict=True):
             obj = os.path.join(folder.name, f"component{j}.obj")
-            bodies.append(_build_body(client, frame, np.concatenate(points[j]), members[j], colliders, obj, friction))
+            body = _build_body(client, frame, np.concatenate(points[j]), members[j], colliders, obj, friction, visual)
+            bodies.append(body)
         fleet = _Fleet(client, bodies) if bodies else None
         for done in range(1, steps + 1) if fleet else ():
             p.stepSimulation(physicsClientId=client)
