@@ -262,14 +262,13 @@ def _contact_regions(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, pad: fl
 
 @dataclass(frozen=True, eq=False)
 class _Pieces:
-    """A part's collider as convex pieces in its LDraw frame: stacked vertices, each piece's slice of them, its hull
-    triangles (indices into the stacked vertices), its OBJ block (its vertices, then its group) as a format string,
-    and its bounding box. Bullet makes each group the hull of the vertices listed since the group before, so every
-    piece lists its own vertices first, as BrickAgent's files do."""
+    """A part's collider as convex pieces in its LDraw frame: stacked vertices, each piece's slice of them, its OBJ
+    block as a format string (its vertices, its group, then its hull triangles by relative index, so that the
+    block is the same text wherever it falls in a file), and its bounding box. Bullet makes each group the hull of
+    the vertices its faces name; every piece lists its own vertices first, as BrickAgent's files do."""
 
     vertices: np.ndarray
     starts: np.ndarray
-    faces: tuple[np.ndarray, ...]
     groups: tuple[str, ...]
     centres: np.ndarray
     halves: np.ndarray
@@ -290,18 +289,22 @@ def _collider_pieces(stem: str, colliders: str) -> _Pieces:
     return _Pieces(
         vertices=np.concatenate([v for v, _ in solid]),
         starts=starts,
-        faces=tuple((f + start).ravel() for (_, f), start in zip(solid, starts.tolist(), strict=False)),
-        groups=tuple("v %.9g %.9g %.9g\n" * len(v) + "o p%d\n" + "f %d %d %d\n" * len(f) for v, f in solid),
+        groups=tuple("v %.9g %.9g %.9g\n" * len(v) + "o p%d\n" + _relative_faces(f, len(v)) for v, f in solid),
         centres=(lows + highs) / 2,
         halves=(highs - lows) / 2,
     )
+
+
+def _relative_faces(faces: np.ndarray, count: int) -> str:
+    """OBJ face lines of triangles over the last ``count`` vertices listed, by relative (negative) index."""
+    return "".join(f"f {a} {b} {c}\n" for a, b, c in (faces - count).tolist())
 
 
 def _contact_obj(parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]], colliders: str, com, axes) -> str:
     """OBJ text (one group per piece) of the convex pieces of a component that may touch another component, in its
     principal frame: every piece of ``parts`` ((stem, rotation, position, neighbour boxes) in the world) whose box
     meets a neighbour's. Empty when none does."""
-    groups, numbers, start = [], [], 1
+    groups, numbers = [], []
     for stem, rotation, position, boxes in parts:
         pieces = _collider_pieces(stem, colliders)
         centres = pieces.centres @ rotation.T + position
@@ -316,8 +319,7 @@ def _contact_obj(parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]], co
         for k in keep.tolist():
             first, last = pieces.starts[k], pieces.starts[k + 1]
             groups.append(pieces.groups[k])
-            numbers += [local[first:last].ravel(), np.array([len(groups)]), pieces.faces[k] + (start - first)]
-            start += last - first
+            numbers += [local[first:last].ravel(), np.array([len(groups)])]
     if not groups:
         return ""
     return "".join(groups) % tuple(np.concatenate(numbers).tolist())
