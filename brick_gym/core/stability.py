@@ -445,7 +445,7 @@ def _free_fall(rate_hz: int, steps: int, every: int, threshold: float) -> tuple[
     with _world(rate_hz) as client:
         cube = np.array([[x, y, z] for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
         moments = (np.array([8.0]), np.zeros((1, 3)), (8.0 / 3.0) * np.eye(3)[None])
-        body = _build_body(client, _frames(*moments)[0], cube, [], "hull", "", 0.0, _invisible(client))
+        body = _build_body(client, _frames(*moments)[0], cube, [], "hull", "", 0.0, _invisible(client), {})
         fleet = _Fleet(client, [body])
         for done in range(1, steps + 1):
             p.stepSimulation(physicsClientId=client)
@@ -518,23 +518,25 @@ def _build_body(
     obj_path: str,
     friction: float,
     visual: int,
+    made: dict[str, int],
 ) -> _Body:
     """One component as a multibody, laid out as BrickAgent does: the base is one compound of the convex pieces
     that may touch other components (meets them), its one link the hull of ``points`` (meets the ground).
 
     ``frame`` is the component's mass frame; ``parts`` the (stem, rotation, position, neighbour boxes) of its parts
-    near another component; the compound is loaded from an OBJ written to ``obj_path``; ``visual`` is the visual
-    shape base and link carry (:func:`_invisible`).
+    near another component; the compound is loaded from an OBJ written to ``obj_path``, unless ``made`` (compound
+    shapes by OBJ text, in this world) has one of the same text: repeated components (a wall's courses, a row of
+    towers) share it; ``visual`` is the visual shape base and link carry (:func:`_invisible`).
     """
     com, axes, diagonal = frame.com, frame.axes, frame.diagonal
     local = (hull_points(points) - com) @ axes
     hull = p.createCollisionShape(p.GEOM_MESH, vertices=local.tolist(), physicsClientId=client)
     text = _contact_obj(parts, colliders, com, axes)
-    compound = -1
-    if text:
+    compound = made.get(text, -1) if text else -1
+    if text and compound < 0:
         with open(obj_path, "w", encoding="utf-8") as handle:
             handle.write(text)
-        compound = p.createCollisionShape(p.GEOM_MESH, fileName=obj_path, physicsClientId=client)
+        compound = made[text] = p.createCollisionShape(p.GEOM_MESH, fileName=obj_path, physicsClientId=client)
     mass = frame.volume * DENSITY
     uid = p.createMultiBody(
         baseMass=mass,
@@ -676,12 +678,12 @@ def drop_test(
         members: list[list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in groups]
         for i, boxes in regions.items():
             members[labels[i]].append((stems[i], rot[i], pos[i], boxes))
-        bodies, visual = [], _invisible(client)
+        bodies, visual, made = [], _invisible(client), {}
         frames = _frames(*(m[simulated] for m in moments))
         for j, frame in zip(simulated.tolist(), frames, strict=True):
             obj = os.path.join(folder.name, f"component{j}.obj")
-            body = _build_body(client, frame, np.concatenate(points[j]), members[j], colliders, obj, friction, visual)
-            bodies.append(body)
+            cloud = np.concatenate(points[j])
+            bodies.append(_build_body(client, frame, cloud, members[j], colliders, obj, friction, visual, made))
         fleet = _Fleet(client, bodies) if bodies else None
         for done in range(1, steps + 1) if fleet else ():
             p.stepSimulation(physicsClientId=client)

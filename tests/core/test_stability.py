@@ -339,3 +339,43 @@ def test_components_piled_through_each_other_are_refused_not_simulated_for_minut
         drop_test(pile, ghosts=range(70))
     assert caught.value.pairs > MAX_OVERLAPPING_COMPONENTS
     assert len(drop_test(pile[:25], ghosts=range(25)).components) == 25  # 300 pairs: simulated
+
+
+def _touching_towers(rows: int, odd_one: bool) -> list[list[tuple[int, str, np.ndarray]]]:
+    """Towers of two 2×4 bricks in a row, each sunk 0.5 LDU into the next (a tolerated overlap: separate
+    components pushing on each other); with ``odd_one``, the middle tower's top brick is turned a quarter (its
+    compound differs from the others')."""
+    turn = np.array([[0.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    out = []
+    for k in range(rows):
+        poses = [at(79.5 * k) @ pose for pose in tower(2)]
+        if odd_one and k == rows // 2:
+            poses[-1] = poses[-1] @ turn
+        out.append([(10 * k + n, BRICK_2X4, pose) for n, pose in enumerate(poses)])
+    return out
+
+
+def test_components_with_the_same_collider_text_share_one_compound_and_move_exactly_as_with_their_own(
+    monkeypatch,
+) -> None:
+    """Repeated components (a row of towers) load their compound once per test; the peaks are those of a run where
+    every component loads its own, and a component that differs (a turned brick) gets its own compound."""
+    from brick_gym.core import stability
+
+    loaded: list[str] = []
+    real_shape = p.createCollisionShape
+    monkeypatch.setattr(
+        stability.p,
+        "createCollisionShape",
+        lambda *a, **k: loaded.append(k.get("fileName", "")) or real_shape(*a, **k),
+    )
+    scene = _touching_towers(9, odd_one=True)
+    shared = drop_test(scene)
+    compounds = [name for name in loaded if name]
+    assert 2 < len(compounds) < len(scene)  # the two ends, the odd one, one for the repeated middles at least
+    real_build = stability._build_body
+    monkeypatch.setattr(stability, "_build_body", lambda *a: real_build(*a[:-1], {}))  # nothing shared
+    loaded.clear()
+    alone = drop_test(scene)
+    assert len([name for name in loaded if name]) == len(scene)
+    assert shared.components == alone.components
