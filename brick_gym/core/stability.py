@@ -618,14 +618,10 @@ def drop_test(
 
     # Every part's hull vertices and volume moments, one block per part type (first-seen order: deterministic).
     n = len(stems)
-    stem_array = np.array(stems)
     blocks = []
     lo, hi = np.empty((n, 3)), np.empty((n, 3))
     volume, first, second = np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3))
-    for stem in dict.fromkeys(stems):
-        index = np.flatnonzero(stem_array == stem)
-        body = _part_body(stem)
-        world = np.einsum("kj,nij->nki", body.points, rot[index]) + pos[index, None]
+    for body, index, world in _part_points(stems, rot, pos):
         lo[index], hi[index] = world.min(axis=1), world.max(axis=1)
         volume[index], first[index], second[index] = body.volume, body.first, body.second
         blocks.append((index, world))
@@ -717,12 +713,23 @@ def _compass(v: np.ndarray) -> str:
     return " and ".join(p for p in parts if p) or "sideways"
 
 
+def _part_points(
+    stems: Sequence[str], rot: np.ndarray, pos: np.ndarray
+) -> Iterator[tuple[_PartBody, np.ndarray, np.ndarray]]:
+    """Per part type (first-seen order): its body, the indices of its parts, and their hull points placed by
+    ``rot`` and ``pos`` ((parts, points, 3)); one array operation per type, not per part."""
+    stem_array = np.array(stems)
+    for stem in dict.fromkeys(stems):
+        index = np.flatnonzero(stem_array == stem)
+        body = _part_body(stem)
+        yield body, index, np.einsum("kj,nij->nki", body.points, rot[index]) + pos[index, None]
+
+
 def ground_y(parts: Sequence[tuple[str, np.ndarray]]) -> float:
     """LDraw y of the lowest point of (stem, pose) parts (−y is up): where :func:`drop_test` puts the ground."""
-    return max(
-        float((_part_body(str(stem).lower()).points @ np.asarray(pose)[:3, :3].T)[:, 1].max() + pose[1, 3])
-        for stem, pose in parts
-    )
+    poses = np.array([np.asarray(pose, dtype=np.float64) for _, pose in parts])
+    stems = [str(stem).lower() for stem, _ in parts]
+    return max(float(world[:, :, 1].max()) for _, _, world in _part_points(stems, poses[:, :3, :3], poses[:, :3, 3]))
 
 
 def explain_unstable(
@@ -738,16 +745,16 @@ def explain_unstable(
     footprint moves most); otherwise it sways past the limit on a footprint too small for its size.
     """
     ids = [int(i) for i, _, _ in component]
-    points, volume, first = [], 0.0, np.zeros(3)
-    for _, stem, pose in component:
-        body = _part_body(str(stem).lower())
-        rot, pos = np.asarray(pose)[:3, :3], np.asarray(pose)[:3, 3]
-        points.append(body.points @ rot.T + pos)
-        volume += body.volume
-        first += rot @ body.first + body.volume * pos
+    poses = np.array([np.asarray(pose, dtype=np.float64) for _, _, pose in component])
+    rot, pos = poses[:, :3, :3], poses[:, :3, 3]
+    bottoms, tops = np.empty(len(ids)), np.empty(len(ids))
+    blocks, volume, first = [], 0.0, np.zeros(3)
+    for body, index, world in _part_points([str(stem).lower() for _, stem, _ in component], rot, pos):
+        bottoms[index], tops[index] = world[:, :, 1].max(axis=1), world[:, :, 1].min(axis=1)
+        volume += body.volume * len(index)
+        first += (rot[index] @ body.first).sum(axis=0) + body.volume * pos[index].sum(axis=0)
+        blocks.append((index, world))
     com = first / volume
-    bottoms = np.array([p[:, 1].max() for p in points])
-    tops = np.array([p[:, 1].min() for p in points])
     lowest = int(np.argmax(bottoms))
     gap = ground_y - float(bottoms.max())
     if gap > _FOOT_BAND_LDU:
@@ -756,7 +763,7 @@ def explain_unstable(
             f"it is joined to nothing that stands on the ground ({where} {gap:.0f} LDU above it), so it falls; "
             "attach it by a connector to the model's base"
         )
-    allpts = np.concatenate(points)
+    allpts = np.concatenate([world.reshape(-1, 3) for _, world in blocks])
     foot = allpts[allpts[:, 1] >= ground_y - _FOOT_BAND_LDU][:, [0, 2]]
     centre = com[[0, 2]]
     outside, toward = 0.0, np.zeros(2)
@@ -772,9 +779,9 @@ def explain_unstable(
         outside = float(np.linalg.norm(centre - mid)) or 1.0
         toward = (centre - mid) / (np.linalg.norm(centre - mid) or 1.0)
     box = f"x {span[:, 0].min():.0f} to {span[:, 0].max():.0f}, z {span[:, 1].min():.0f} to {span[:, 1].max():.0f}"
-    reach = [
-        float(np.max(np.linalg.norm(p[:, [0, 2]] - foot.mean(axis=0), axis=1) + (ground_y - p[:, 1]))) for p in points
-    ]
+    reach, middle = np.empty(len(ids)), foot.mean(axis=0)
+    for index, world in blocks:
+        reach[index] = np.max(np.linalg.norm(world[..., [0, 2]] - middle, axis=2) + ground_y - world[..., 1], axis=1)
     far = int(np.argmax(reach))
     if outside > 1e-6:
         return ids[far], (
