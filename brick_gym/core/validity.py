@@ -101,23 +101,20 @@ class Report:
 
 
 def components_of(piece_ids: list[int], joints: list[Joint]) -> list[list[int]]:
-    """Connected components (sorted ids), largest first, ties by first id."""
-    parent = {p: p for p in piece_ids}
+    """Connected components (sorted ids), largest first, ties by first id (one sparse-graph pass)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def root(p: int) -> int:
-        while parent[p] != p:
-            parent[p] = parent[parent[p]]
-            p = parent[p]
-        return p
-
-    for j in joints:
-        ra, rb = root(j.a), root(j.b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    groups: dict[int, list[int]] = {}
-    for p in sorted(piece_ids):
-        groups.setdefault(root(p), []).append(p)
-    return sorted(groups.values(), key=lambda c: (-len(c), c[0]))
+    ids = np.array(sorted(piece_ids), dtype=np.int64)
+    if not len(ids):
+        return []
+    ends = np.searchsorted(ids, np.array([(j.a, j.b) for j in joints], dtype=np.int64).reshape(-1, 2))
+    graph = coo_matrix((np.ones(len(ends)), (ends[:, 0], ends[:, 1])), shape=(len(ids), len(ids)))
+    _, labels = connected_components(graph, directed=False)
+    order = np.argsort(labels, kind="stable")  # ids ascending within each component
+    cuts = np.flatnonzero(np.diff(labels[order])) + 1
+    groups = [part.tolist() for part in np.split(ids[order], cuts)]
+    return sorted(groups, key=lambda c: (-len(c), c[0]))
 
 
 def _ids(ids: tuple[int, ...] | list[int], shown: int = 6) -> str:

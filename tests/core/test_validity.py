@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import bricknet
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.examples import pile_ldr, random_assembly, readme_wall, running_bond_wall, translation
@@ -151,3 +153,33 @@ def test_near_misses_past_the_listed_number_are_counted_in_one_warning() -> None
     issues, warnings = joint_findings(asm.pieces, joints, [])
     assert not issues and len(warnings) == MAX_NEAR_MISS_WARNINGS + 1
     assert warnings[-1].message.startswith("and 30 more inexact joints") and len(warnings[-1].pieces) == 60
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(-(2**62), 2**62), unique=True, max_size=25), st.data())
+def test_components_are_the_connected_groups_of_the_joint_graph(ids: list[int], data) -> None:
+    """Against a walk of the graph: every piece once, joined pieces together, largest first, ties by first id."""
+    from brick_gym.core.assembly import Joint
+    from brick_gym.core.validity import components_of
+
+    pairs = data.draw(st.lists(st.tuples(st.sampled_from(ids), st.sampled_from(ids)), max_size=30)) if ids else []
+    joints = [Joint(min(a, b), 0, max(a, b), 1, "stud", 0.0) for a, b in pairs]
+    links: dict[int, set[int]] = {p: set() for p in ids}
+    for a, b in pairs:
+        links[a].add(b)
+        links[b].add(a)
+    seen: set[int] = set()
+    expected = []
+    for start in sorted(ids):
+        if start in seen:
+            continue
+        group, todo = set(), [start]
+        while todo:
+            p = todo.pop()
+            if p not in group:
+                group.add(p)
+                todo.extend(links[p])
+        seen |= group
+        expected.append(sorted(group))
+    expected.sort(key=lambda c: (-len(c), c[0]))
+    assert components_of(ids, joints) == expected
