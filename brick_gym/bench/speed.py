@@ -250,9 +250,9 @@ def _non_box_placement_us(sizes: tuple[int, ...]) -> dict[str, float | None]:
 
 
 def _registered_figures(quick: bool, attach_us: float | None) -> dict[str, Any]:
-    """For every registered id, and Set with the candidate encoding: reset time and random-masked steps per second
-    around 50 and 400 pieces (ids whose budget is smaller: over whole episodes), each also as a ratio to
-    BrickAgent's unchecked ``attach``."""
+    """For every registered id, and Set with the candidate encoding: reset time (seeds met before in this process,
+    and new ones: a fidelity target is then generated) and random-masked steps per second around 50 and 400 pieces
+    (ids whose budget is smaller: over whole episodes), each also as a ratio to BrickAgent's unchecked ``attach``."""
     import gymnasium as gym
 
     import brick_gym.envs  # noqa: F401
@@ -272,6 +272,12 @@ def _registered_figures(quick: bool, attach_us: float | None) -> dict[str, Any]:
             env.reset(seed=seed)
             resets.append(time.perf_counter() - t)
         row: dict[str, Any] = {"reset_ms": round(statistics.median(resets[1:] or resets) * 1e3, 2)}
+        fresh = []
+        for seed in range(10_000, 10_002 if quick else 10_005):  # seeds this process has not met: new targets
+            t = time.perf_counter()
+            env.reset(seed=seed)
+            fresh.append(time.perf_counter() - t)
+        row["reset_new_seed_ms"] = round(statistics.median(fresh) * 1e3, 2)
         budget = env.unwrapped.config.max_pieces
         windows: dict[int, list[float]] = {m: [] for m in marks if m - 10 < budget}  # pieces m-10 .. m+9
         episode_steps: list[float] = []

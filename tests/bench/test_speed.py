@@ -25,7 +25,7 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
 
     rows = figures["registered_envs"]
     assert set(rows) == {i.split("/")[-1] for i in ENV_IDS} | {"Set-v0 candidates"}
-    assert all(r["reset_ms"] > 0 for r in rows.values())
+    assert all(r["reset_ms"] > 0 and r["reset_new_seed_ms"] > 0 for r in rows.values())
     assert rows["Model-v0"]["steps_per_s_at_50"] > 0 and rows["FidelityCandidates-v0"]["steps_per_s_episodes"] > 0
     assert rows["Set-v0 candidates"]["steps_per_s_at_50"] > 0
     assert figures["altbuild_random_pieces"] > 0 and 0 <= figures["altbuild_random_refused_share"] <= 1
