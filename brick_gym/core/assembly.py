@@ -953,8 +953,9 @@ def joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
 
 
 def _joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
-    chosen = jx.select(jx.scratch_candidates(pieces), set())
-    joints = [Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in chosen]
+    joints = [
+        Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in jx.scratch_joints(pieces)
+    ]
     return sorted(joints, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
 
 

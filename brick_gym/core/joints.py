@@ -521,9 +521,10 @@ def _nearest_mates(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(found_i), np.concatenate(found_j)
 
 
-def scratch_candidates(pieces: dict) -> list[Candidate]:
-    """Every joint candidate among ``pieces`` computed without any incremental index (KD-trees per connector type
-    for point connectors, a box grid for axle-family ones); see :data:`MAX_NEAR_MATES` for the one bound."""
+def scratch_joints(pieces: dict) -> list[Candidate]:
+    """The joints among ``pieces`` computed without any incremental index: every candidate (KD-trees per connector
+    type for point connectors, a box grid for axle-family ones; see :data:`MAX_NEAR_MATES` for the one bound), then
+    :func:`select` with nothing taken, in arrays: the same candidates in the same order."""
     blocks, is_axle = [], []
     for pid in sorted(pieces):
         x = pieces[pid]
@@ -532,18 +533,74 @@ def scratch_candidates(pieces: dict) -> list[Candidate]:
         is_axle.append(arr.axle)
     table = np.concatenate(blocks) if blocks else np.zeros((0, 9))
     axle = np.concatenate(is_axle) if is_axle else np.zeros(0, bool)
-    plain = table[~axle]
     found = []
+    plain = table[~axle]
     if len(plain):
         ii, jj, fam, res = joinable(plain, plain, _nearest_mates(plain))
-        found += score_candidates(pieces, _make_pairs(plain[ii], plain[jj], fam, res))
+        found.append(_scored(pieces, plain[ii], plain[jj], fam, res))
     axles = table[axle]
     if len(axles):
         lengths = np.array([part_arrays(pieces[int(r[0])].part).lengths[int(r[1])] for r in axles], dtype=float)
         ii, jj, fam, res = joinable(axles, axles, _overlapping_axles(axles, lengths))
         keep = _nearest_per_row(ii, jj, axles, _axle_quota(lengths))
-        found += score_candidates(pieces, _make_pairs(axles[ii[keep]], axles[jj[keep]], fam[keep], res[keep]))
-    return found
+        found.append(_scored(pieces, axles[ii[keep]], axles[jj[keep]], fam[keep], res[keep]))
+    rows = np.concatenate(found) if found else np.zeros((0, 6))
+    rows = rows[np.lexsort(rows.T[::-1])]  # as candidates sort: residual, a, b, family
+    distinct = np.ones(len(rows), dtype=bool)
+    distinct[1:] = np.any(rows[1:] != rows[:-1], axis=1)
+    chosen = _selected(rows[distinct])
+    return [Candidate(r, (int(a0), int(a1)), (int(b0), int(b1)), int(f)) for r, a0, a1, b0, b1, f in chosen.tolist()]
+
+
+def _scored(pieces: dict, a: np.ndarray, b: np.ndarray, fam: np.ndarray, res: np.ndarray) -> np.ndarray:
+    """(n, 6) candidate rows (residual, piece, connector, piece, connector, family), lower end first, of row pairs
+    that :func:`joinable` kept: :func:`score_candidates` in arrays (the scalar rule only for the pairs it needs)."""
+    res = res.astype(np.float64).copy()
+    for k in np.flatnonzero((fam == AXLE) | (fam == FIXED_ORIENTED)).tolist():
+        x, y = pieces[int(a[k, 0])], pieces[int(b[k, 0])]
+        i, j = int(a[k, 1]), int(b[k, 1])
+        scalar = cx.joint_residual(x.part.connectors[i], x.world_frames[i], y.part.connectors[j], y.world_frames[j])
+        res[k] = math.nan if scalar is None else scalar
+    ka, kb = a[:, :2], b[:, :2]
+    swap = (ka[:, 0] > kb[:, 0]) | ((ka[:, 0] == kb[:, 0]) & (ka[:, 1] > kb[:, 1]))
+    low, high = np.where(swap[:, None], kb, ka), np.where(swap[:, None], ka, kb)
+    rows = np.column_stack([res, low, high, fam])
+    return rows[~np.isnan(res) & (a[:, 0] != b[:, 0])]
+
+
+MAX_SELECTION_ROUNDS = 64
+"""Rounds of the array selection before the rest is taken one candidate at a time (chains of candidates each
+sharing an end with the next, in residual order, take one round per link)."""
+
+
+def _selected(rows: np.ndarray, rounds: int = MAX_SELECTION_ROUNDS) -> np.ndarray:
+    """The rows (sorted candidate rows) :func:`select` keeps with nothing taken: axle-family ones all, an exclusive
+    one when no earlier kept one holds either end. In ``rounds`` rounds: a row earliest at both its ends among
+    those still open is kept (nothing before it could hold them), and rows meeting a kept end close; what is still
+    open after them is taken one row at a time."""
+    n = len(rows)
+    width = int(max(rows[:, 2].max(), rows[:, 4].max())) + 1 if n else 1  # connector indices: one key per end
+    ids = rows[:, 1:5].astype(np.int64)
+    keys = np.concatenate([ids[:, 0] * width + ids[:, 1], ids[:, 2] * width + ids[:, 3]])
+    end_id = np.unique(keys, return_inverse=True)[1].ravel()
+    ea, eb = end_id[:n], end_id[n:]
+    exclusive = rows[:, 5] != AXLE
+    chosen, open_, taken = ~exclusive, exclusive.copy(), np.zeros(2 * n, dtype=bool)
+    for _ in range(rounds):
+        idx = np.flatnonzero(open_)
+        if not len(idx):
+            return rows[chosen]
+        first = np.full(2 * n, n)
+        np.minimum.at(first, ea[idx], idx)
+        np.minimum.at(first, eb[idx], idx)
+        won = idx[(first[ea[idx]] == idx) & (first[eb[idx]] == idx)]
+        chosen[won] = True
+        taken[ea[won]] = taken[eb[won]] = True
+        open_[idx] = ~(taken[ea[idx]] | taken[eb[idx]])
+    for k in np.flatnonzero(open_).tolist():  # a long chain: the rest in order
+        if not (taken[ea[k]] or taken[eb[k]]):
+            chosen[k] = taken[ea[k]] = taken[eb[k]] = True
+    return rows[chosen]
 
 
 MAX_SWEPT_AXLE_PAIRS = 4_000_000

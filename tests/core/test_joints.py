@@ -171,7 +171,7 @@ def test_the_search_from_scratch_finds_what_every_pair_finds(ops: list[tuple]) -
     for op in ops:
         _apply(asm, op)
     reps = {group[0]: asm.pieces[group[0]] for group in spots(asm.pieces)}  # each spot once, as the check does
-    assert jx.select(jx.scratch_candidates(reps), set()) == jx.select(_every_pair_candidates(reps), set())
+    assert jx.scratch_joints(reps) == jx.select(_every_pair_candidates(reps), set())
 
 
 def test_the_search_from_scratch_stays_bounded_in_a_pile_pushed_through_itself() -> None:
@@ -188,10 +188,10 @@ def test_the_bounded_search_for_axle_mates_finds_what_the_sweep_finds(monkeypatc
     from brick_gym.core.examples import random_assembly
 
     asm = random_assembly(5, 120, ("3700", "2780", "32523", "3001", "3062b"))
-    swept = jx.select(jx.scratch_candidates(asm.pieces), set())
+    swept = jx.scratch_joints(asm.pieces)
     assert any(c.family == jx.AXLE for c in swept)
     monkeypatch.setattr(jx, "MAX_SWEPT_AXLE_PAIRS", 0)  # as if the axles were piled through each other
-    assert jx.select(jx.scratch_candidates(asm.pieces), set()) == swept
+    assert jx.scratch_joints(asm.pieces) == swept
 
 
 def test_axles_and_pins_piled_through_their_holes_stay_bounded(monkeypatch) -> None:
@@ -208,3 +208,25 @@ def test_axles_and_pins_piled_through_their_holes_stay_bounded(monkeypatch) -> N
     asm.add_all(placed)
     per_piece = Counter(j.a for j in asm.joints) + Counter(j.b for j in asm.joints)
     assert len(asm.joints) >= 300 and max(per_piece.values()) <= 4 * jx._axle_quota(np.array([40.0]))[0]
+
+
+candidate = st.tuples(
+    st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+    st.tuples(st.integers(0, 3), st.integers(0, 2)),
+    st.tuples(st.integers(0, 3), st.integers(0, 2)),
+    st.sampled_from([jx.STUD, jx.AXLE, jx.HINGE]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(candidate, max_size=40), st.sampled_from([0, 1, 2, jx.MAX_SELECTION_ROUNDS]))
+def test_the_array_selection_keeps_what_the_greedy_selection_keeps(cands: list, rounds: int) -> None:
+    """Crowded candidates (few connectors, ties, chains): the rounds of the array selection, and the one-by-one
+    finish after ``rounds`` of them, keep exactly what :func:`select` keeps, in its order."""
+    wanted = [jx.Candidate(r, min(a, b), max(a, b), f) for r, a, b, f in cands if a[0] != b[0]]
+    rows = np.array([(c.residual, *c.a, *c.b, c.family) for c in sorted(set(wanted))]).reshape(-1, 6)
+    kept = [
+        jx.Candidate(r, (int(a), int(i)), (int(b), int(j)), int(f))
+        for r, a, i, b, j, f in jx._selected(rows, rounds).tolist()
+    ]
+    assert kept == jx.select(wanted, set())
