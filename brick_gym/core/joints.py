@@ -454,21 +454,14 @@ def score_candidates(pieces: dict, pairs: Pairs) -> list[Candidate]:
     """The candidate pairs that form joints, with their residuals (pieces: {id: Piece} for the scalar rules)."""
     if not pairs.a:
         return []
-    fam, res = pairs.fam, pairs.res
-    out = []
-    for k in np.flatnonzero(fam != NONE).tolist():
-        r = float(res[k])
-        (p, i), (q, j) = pairs.a[k], pairs.b[k]
-        if p == q:
-            continue
-        if fam[k] in (AXLE, FIXED_ORIENTED):
-            x, y = pieces[p], pieces[q]
-            scalar = cx.joint_residual(x.part.connectors[i], x.world_frames[i], y.part.connectors[j], y.world_frames[j])
-            r = math.nan if scalar is None else scalar
-        if not math.isnan(r):
-            a, b = pairs.a[k], pairs.b[k]
-            out.append(Candidate(r, a, b, int(fam[k])) if a <= b else Candidate(r, b, a, int(fam[k])))
-    return out
+    keep = pairs.fam != NONE
+    a, b = np.array(pairs.a, dtype=np.int64)[keep], np.array(pairs.b, dtype=np.int64)[keep]
+    return _candidates(_scored(pieces, a, b, pairs.fam[keep], pairs.res[keep]))
+
+
+def _candidates(rows: np.ndarray) -> list[Candidate]:
+    """Candidate rows (residual, piece, connector, piece, connector, family) as candidates."""
+    return [Candidate(r, (int(a0), int(a1)), (int(b0), int(b1)), int(f)) for r, a0, a1, b0, b1, f in rows.tolist()]
 
 
 def select(candidates: list[Candidate], taken: set[tuple[int, int]]) -> list[Candidate]:
@@ -548,13 +541,13 @@ def scratch_joints(pieces: dict) -> list[Candidate]:
     rows = rows[np.lexsort(rows.T[::-1])]  # as candidates sort: residual, a, b, family
     distinct = np.ones(len(rows), dtype=bool)
     distinct[1:] = np.any(rows[1:] != rows[:-1], axis=1)
-    chosen = _selected(rows[distinct])
-    return [Candidate(r, (int(a0), int(a1)), (int(b0), int(b1)), int(f)) for r, a0, a1, b0, b1, f in chosen.tolist()]
+    return _candidates(_selected(rows[distinct]))
 
 
 def _scored(pieces: dict, a: np.ndarray, b: np.ndarray, fam: np.ndarray, res: np.ndarray) -> np.ndarray:
-    """(n, 6) candidate rows (residual, piece, connector, piece, connector, family), lower end first, of row pairs
-    that :func:`joinable` kept: :func:`score_candidates` in arrays (the scalar rule only for the pairs it needs)."""
+    """(n, 6) candidate rows (residual, piece, connector, piece, connector, family), lower end first, of the row
+    pairs (piece and connector first) that form joints: the vectorised residuals, the scalar rule for axle-family
+    and oriented fixed pairs, pairs on one piece and pairs without a joint left out."""
     res = res.astype(np.float64).copy()
     for k in np.flatnonzero((fam == AXLE) | (fam == FIXED_ORIENTED)).tolist():
         x, y = pieces[int(a[k, 0])], pieces[int(b[k, 0])]
