@@ -307,6 +307,11 @@ class Assembly:
         """Number of pieces joined to ``piece_id`` (O(1))."""
         return len(self._adjacent.get(piece_id, ()))
 
+    def degrees(self, piece_ids: Iterable[int]) -> list[int]:
+        """:meth:`degree` of each of ``piece_ids`` (one call for a whole observation)."""
+        adjacent = self._adjacent
+        return [len(adjacent.get(pid, ())) for pid in piece_ids]
+
     def component_of(self, piece_id: int) -> int:
         """An id naming the component a piece belongs to (stable until the component changes)."""
         return self._component_of[piece_id]

@@ -178,7 +178,8 @@ class ObservationBuilder:
                 shown.append(piece)
         block[len(ids) :] = 0.0
         del shown[len(ids) :]
-        block[: len(ids), 7] = [assembly.degree(i) / 8.0 for i in ids]
+        block[: len(ids), 7] = assembly.degrees(ids)
+        block[: len(ids), 7] /= 8.0
         return block.copy()
 
     def _piece_row(self, piece: Piece) -> tuple[float, ...]:

@@ -101,7 +101,7 @@ def _listed(per_piece: Sequence[list[ConnectorRef]], limit: int) -> list[Connect
     """Every slot in piece order when they fit in ``limit``; otherwise round-robin over the pieces (each piece's
     first free connector, then each one's second, ...), so that no piece and no connector kind is crowded out
     by one big part (a 16×16 base plate alone has 576 connectors)."""
-    if sum(len(refs) for refs in per_piece) <= limit:
+    if sum(map(len, per_piece)) <= limit:
         return [ref for refs in per_piece for ref in refs]
     layers = (ref for layer in itertools.zip_longest(*per_piece) for ref in layer if ref is not None)
     return list(itertools.islice(layers, limit))  # the layers past the limit are never made

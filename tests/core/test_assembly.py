@@ -301,3 +301,14 @@ def test_an_unexplained_check_gives_the_same_verdict_and_pieces_without_the_word
         if full.ok and rng.random() < 0.5:
             asm.place(placement)
     assert compared > 100 and refused > 20
+
+
+def test_degrees_count_the_pieces_joined_to_each_and_follow_undo() -> None:
+    """A 2×4 on a 2×4 and a 1×1 on top of it: the middle brick has two neighbours, the ends one each."""
+    asm = Assembly()
+    asm.add("3001", "red")
+    asm.attach("3001", "red", to="0.stud[0]")
+    asm.attach("3005", "red", to="1.stud[0]")
+    assert asm.degrees([0, 1, 2]) == [1, 2, 1] == [asm.degree(i) for i in (0, 1, 2)]
+    asm.undo()
+    assert asm.degrees([0, 1, 2]) == [1, 1, 0]
