@@ -192,7 +192,8 @@ class _Builder:
         for j in joints:
             for end in ((j.a, j.a_conn), (j.b, j.b_conn)):
                 key = self._stud_at.pop(end, None)
-                if key is not None and self._studs.get(key) is not None and self._studs[key].piece == end[0]:
+                ref = None if key is None else self._studs.get(key)
+                if ref is not None and ref.piece == end[0]:
                     del self._studs[key]
 
     def supported(self, i: int, k: int, level: float) -> bool:

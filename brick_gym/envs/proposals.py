@@ -203,9 +203,15 @@ class TargetRanking:
             if len(self._placements) > 50_000:
                 self._placements.clear()
             palette = self.palette[slot]
-            source = self._stems[k].source_refs[j // len(YAWS)]
-            made = self._placements[key] = Placement(palette.stem, palette.colour, target, source, YAWS[j % len(YAWS)])
+            _, source, yaw = self.row_fields(row)
+            made = self._placements[key] = Placement(palette.stem, palette.colour, target, source, yaw)
         return made
+
+    def row_fields(self, row: np.ndarray) -> tuple[str, tuple[str, int], float]:
+        """(part, source, yaw) of one row: its placement's fields but the target slot and colour."""
+        k, j = int(row[0]), int(row[1])
+        stem = self._stems[k]
+        return stem.stem, stem.source_refs[j // len(YAWS)], YAWS[j % len(YAWS)]
 
     def local(self, rows: np.ndarray) -> np.ndarray:
         """(n, 4, 4) transforms from the target connector's frame to the new part of rows."""
@@ -521,9 +527,7 @@ class Offers:
     def fields(self, row: int) -> tuple[ConnectorRef, str, tuple[str, int], float]:
         """(target slot, part, source, yaw) of ``rows[row]``: what its legality depends on (not the colour),
         without making the placement."""
-        k, j = int(self.rows[row, 0]), int(self.rows[row, 1])
-        stem = self.ranking._stems[k]
-        return self.targets[int(self.t_of[row])], stem.stem, stem.source_refs[j // len(YAWS)], YAWS[j % len(YAWS)]
+        return self.targets[int(self.t_of[row])], *self.ranking.row_fields(self.rows[row])
 
     def poses(self, rows: np.ndarray) -> np.ndarray:
         """(n, 4, 4) the poses the rows give their new part."""
