@@ -958,10 +958,9 @@ def joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
 
 
 def _joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
-    joints = [
-        Joint(c.a[0], c.a[1], c.b[0], c.b[1], jx.family_name(c.family), c.residual) for c in jx.scratch_joints(pieces)
-    ]
-    return sorted(joints, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
+    rows = jx.scratch_rows(pieces)
+    rows = rows[np.lexsort(rows[:, 4:0:-1].T)]  # by (a, a_conn, b, b_conn); lexsort is stable: selection order
+    return [Joint(int(a), int(i), int(b), int(j), jx.family_name(int(f)), r) for r, a, i, b, j, f in rows.tolist()]
 
 
 def _frozen(pose: np.ndarray) -> np.ndarray:

@@ -514,10 +514,11 @@ def _nearest_mates(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(found_i), np.concatenate(found_j)
 
 
-def scratch_joints(pieces: dict) -> list[Candidate]:
-    """The joints among ``pieces`` computed without any incremental index: every candidate (KD-trees per connector
-    type for point connectors, a box grid for axle-family ones; see :data:`MAX_NEAR_MATES` for the one bound), then
-    :func:`select` with nothing taken, in arrays: the same candidates in the same order."""
+def scratch_rows(pieces: dict) -> np.ndarray:
+    """The joints among ``pieces`` computed without any incremental index, as candidate rows (see :func:`_scored`):
+    every candidate (KD-trees per connector type for point connectors, a box grid for axle-family ones; see
+    :data:`MAX_NEAR_MATES` for the one bound), then :func:`select` with nothing taken, in arrays: what it keeps, in
+    its order."""
     blocks, is_axle = [], []
     for pid in sorted(pieces):
         x = pieces[pid]
@@ -541,7 +542,7 @@ def scratch_joints(pieces: dict) -> list[Candidate]:
     rows = rows[np.lexsort(rows.T[::-1])]  # as candidates sort: residual, a, b, family
     distinct = np.ones(len(rows), dtype=bool)
     distinct[1:] = np.any(rows[1:] != rows[:-1], axis=1)
-    return _candidates(_selected(rows[distinct]))
+    return _selected(rows[distinct])
 
 
 def _scored(pieces: dict, a: np.ndarray, b: np.ndarray, fam: np.ndarray, res: np.ndarray) -> np.ndarray:

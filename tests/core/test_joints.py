@@ -171,7 +171,7 @@ def test_the_search_from_scratch_finds_what_every_pair_finds(ops: list[tuple]) -
     for op in ops:
         _apply(asm, op)
     reps = {group[0]: asm.pieces[group[0]] for group in spots(asm.pieces)}  # each spot once, as the check does
-    assert jx.scratch_joints(reps) == jx.select(_every_pair_candidates(reps), set())
+    assert jx._candidates(jx.scratch_rows(reps)) == jx.select(_every_pair_candidates(reps), set())
 
 
 def test_the_search_from_scratch_stays_bounded_in_a_pile_pushed_through_itself() -> None:
@@ -188,10 +188,10 @@ def test_the_bounded_search_for_axle_mates_finds_what_the_sweep_finds(monkeypatc
     from brick_gym.core.examples import random_assembly
 
     asm = random_assembly(5, 120, ("3700", "2780", "32523", "3001", "3062b"))
-    swept = jx.scratch_joints(asm.pieces)
+    swept = jx._candidates(jx.scratch_rows(asm.pieces))
     assert any(c.family == jx.AXLE for c in swept)
     monkeypatch.setattr(jx, "MAX_SWEPT_AXLE_PAIRS", 0)  # as if the axles were piled through each other
-    assert jx.scratch_joints(asm.pieces) == swept
+    assert jx._candidates(jx.scratch_rows(asm.pieces)) == swept
 
 
 def test_axles_and_pins_piled_through_their_holes_stay_bounded(monkeypatch) -> None:
