@@ -161,13 +161,16 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int, backend: str
     )
     curve: list[dict[str, Any]] = []
     overhead = [0.0]
+    started = [time.perf_counter()]
 
     def record_curve(agent: Any, step: int) -> None:
         if not cfg.eval.curve_episodes:
             return
         t = time.perf_counter()
+        wall = t - started[0]
         summary = evaluate_agent(agent, variant.env_id, eval_kwargs, cfg.eval.curve_episodes, EVAL_SEED)
-        curve.append({"timesteps": step, **summary})
+        point = {"timesteps": step, "wall_seconds": round(wall, 3), "train_seconds": round(wall - overhead[0], 3)}
+        curve.append({**point, **summary})
         wb.log({"global_step": step, **{f"eval/{k}": v for k, v in _scalars(summary).items() if k != "episodes"}})
         overhead[0] += time.perf_counter() - t
 
@@ -180,6 +183,7 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int, backend: str
             ctx.progress.update(task, completed=step)
 
     trainer = _train_sb3 if backend == "sb3" else _train_rllib
+    started[0] = time.perf_counter()
     try:
         with _deterministic_torch(cfg.train.torch_threads):
             trained = trainer(ctx, train_config, _Run(run_dir, wb, record_curve, update, overhead))

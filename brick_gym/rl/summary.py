@@ -203,6 +203,22 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _plot_curves(ax: Any, curves: list[list[dict[str, Any]]], key: str, clock: str, colour: str, name: str) -> None:
+    """Mean ± std over seeds of one curve metric, against timesteps or against wall-clock minutes (the seeds'
+    mean time at each point; curves written before wall-clock was recorded are left out of that panel)."""
+    curves = [c for c in curves if c and all(clock in p for p in c)]
+    if not curves:
+        return
+    n = min(len(c) for c in curves)
+    xs = np.array([[c[j][clock] for j in range(n)] for c in curves], dtype=float).mean(axis=0)
+    if clock == "wall_seconds":
+        xs = xs / 60.0
+    vals = np.array([[c[j][key] for j in range(n)] for c in curves], dtype=float)
+    mean, std = vals.mean(axis=0), (vals.std(axis=0, ddof=1) if len(vals) > 1 else np.zeros(n))
+    ax.plot(xs, mean, color=colour, label=name)
+    ax.fill_between(xs, mean - std, mean + std, color=colour, alpha=0.2)
+
+
 def plot_summary(summary: Mapping[str, Any], path: Path) -> None:
     """Bars (mean ± std, every seed as a dot) for each summary metric, and held-out curves over training."""
     import matplotlib
@@ -211,11 +227,11 @@ def plot_summary(summary: Mapping[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = summary["rows"]
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
+    fig, axes = plt.subplots(2, 4, figsize=(20, 8.5))
     names = [r["name"] for r in rows]
     x = np.arange(len(rows))
     colours = [f"C{i % 10}" for i in range(len(rows))]
-    for ax, (key, label) in zip(axes.flat[:4], METRICS, strict=True):
+    for ax, (key, label) in zip(axes[0], METRICS, strict=True):
         means = [r[key]["mean"] for r in rows]
         stds = [r[key]["std"] for r in rows]
         ax.bar(x, np.nan_to_num(means), yerr=np.nan_to_num(stds), color=colours, alpha=0.6, capsize=4)
@@ -224,24 +240,18 @@ def plot_summary(summary: Mapping[str, Any], path: Path) -> None:
             ax.scatter(np.full(len(vals), i) + np.linspace(-0.15, 0.15, len(vals)), vals, color="k", s=12, zorder=3)
         ax.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
         ax.set_title(label)
-    for ax, key, label in (
-        (axes.flat[4], "fidelity", "held-out fidelity"),
-        (axes.flat[5], "valid_rate", "validity rate"),
-    ):
+    panels = [
+        (key, label, clock)
+        for key, label in (("fidelity", "held-out fidelity"), ("valid_rate", "validity rate"))
+        for clock in ("timesteps", "wall_seconds")
+    ]
+    for ax, (key, label, clock) in zip(axes[1], panels, strict=True):
         for i, r in enumerate(rows):
             if r["kind"] != "ppo":
                 ax.axhline(r[key]["mean"], color=colours[i], ls="--", lw=1, label=f"{r['name']} (baseline)")
                 continue
-            curves = [s["curve"] for s in r["per_seed"] if s.get("curve")]
-            if not curves:
-                continue
-            n = min(len(c) for c in curves)
-            steps = np.array([c[j]["timesteps"] for j in range(n) for c in curves[:1]])
-            vals = np.array([[c[j][key] for j in range(n)] for c in curves], dtype=float)
-            mean, std = vals.mean(axis=0), (vals.std(axis=0, ddof=1) if len(vals) > 1 else np.zeros(n))
-            ax.plot(steps, mean, color=colours[i], label=r["name"])
-            ax.fill_between(steps, mean - std, mean + std, color=colours[i], alpha=0.2)
-        ax.set_xlabel("timesteps")
+            _plot_curves(ax, [s["curve"] for s in r["per_seed"] if s.get("curve")], key, clock, colours[i], r["name"])
+        ax.set_xlabel("timesteps" if clock == "timesteps" else "wall-clock minutes (mean over seeds)")
         ax.set_title(f"{label} over training (curve episodes)")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)

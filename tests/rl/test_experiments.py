@@ -151,6 +151,9 @@ def test_ablation_ran_every_run(ablation: dict) -> None:
     assert (out / "runs" / "validity_only" / "seed-0" / "train" / "final_model.zip").exists()
     assert ppo["checkpoints"], "no checkpoint written"
     assert ppo["curve"][0]["timesteps"] == 0 and len(ppo["curve"]) >= 2
+    walls = [p["wall_seconds"] for p in ppo["curve"]]
+    assert walls == sorted(walls) and walls[-1] > 0  # the curve against wall-clock time
+    assert all(0 <= p["train_seconds"] <= p["wall_seconds"] for p in ppo["curve"])
 
 
 def test_wandb_offline_runs_log_every_reward_term(ablation: dict) -> None:
@@ -228,7 +231,10 @@ def test_same_seed_reproduces_eval_numbers(ablation: dict, tmp_path: Path, monke
         return {k: v for k, v in result["metrics"].items() if k != "steps_per_second"}
 
     assert numbers(again) == numbers(first)
-    assert again["curve"] == first["curve"]
+    clocks = ("wall_seconds", "train_seconds")
+    assert [{k: v for k, v in p.items() if k not in clocks} for p in again["curve"]] == [
+        {k: v for k, v in p.items() if k not in clocks} for p in first["curve"]
+    ]
     episodes = "runs/validity_only/seed-0/episodes.jsonl"
     assert (tmp_path / episodes).read_text() == (ablation["out"] / episodes).read_text()  # the sampled training too
 
