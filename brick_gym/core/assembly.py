@@ -182,6 +182,50 @@ class Joint(NamedTuple):
         return self.residual <= cx.EXACT_TOLERANCE
 
 
+_FAMILY_CODES = {"stud": jx.STUD, "hinge": jx.HINGE, "ball": jx.BALL, "fixed": jx.FIXED, "axle": jx.AXLE}
+
+
+@dataclass(frozen=True)
+class JointTable:
+    """Joints as arrays, in (a, a_conn, b, b_conn) order: what the full check reads of them (keys, exactness, the
+    joined pieces) without making a :class:`Joint` for each of tens of thousands."""
+
+    keys: np.ndarray
+    """(n, 4) int64: piece a, its connector, piece b, its connector (a < b)."""
+    residual: np.ndarray
+    """(n,) float64: each joint's fit residual (LDU)."""
+    family: np.ndarray
+    """(n,) int64: each joint's family code (``joints.family_name``)."""
+
+    @classmethod
+    def of(cls, joints: Iterable[Joint]) -> JointTable:
+        """The table of ``joints`` (given in order)."""
+        listed = list(joints)
+        keys = np.array([j[:4] for j in listed], dtype=np.int64).reshape(-1, 4)
+        residual = np.array([j.residual for j in listed], dtype=np.float64)
+        return cls(keys, residual, np.array([_FAMILY_CODES[j.family] for j in listed], dtype=np.int64))
+
+    @classmethod
+    def from_rows(cls, rows: np.ndarray) -> JointTable:
+        """The table of scratch rows (residual, a, a_conn, b, b_conn, family), sorted into key order."""
+        rows = rows[np.lexsort(rows[:, 4:0:-1].T)]  # lexsort is stable: selection order within a key
+        return cls(rows[:, 1:5].astype(np.int64), rows[:, 0].copy(), rows[:, 5].astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def exact(self) -> np.ndarray:
+        """Which joints fit exactly to round-off (:attr:`Joint.exact`)."""
+        return self.residual <= cx.EXACT_TOLERANCE
+
+    def joints(self) -> list[Joint]:
+        """One :class:`Joint` per row."""
+        names = [jx.family_name(f) for f in self.family.tolist()]
+        rows = zip(self.keys.tolist(), names, self.residual.tolist(), strict=True)
+        return [Joint(a, i, b, j, f, r) for (a, i, b, j), f, r in rows]
+
+
 class Connection(NamedTuple):
     """An authored connection: connector ``a_conn`` of piece ``a`` meant to fit ``b_conn`` of piece ``b`` exactly
     (flat indices), a < b. Made by every placement by connectors and by :meth:`Assembly.author`; the full check
@@ -953,14 +997,14 @@ def _collector_paused() -> Iterator[None]:
 
 def joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
     """Every joint among ``pieces`` by BrickNet's pairing rules; exclusive connectors keep their best partner."""
+    with _collector_paused():  # tens of thousands of joint tuples
+        return scratch_table(pieces).joints()
+
+
+def scratch_table(pieces: dict[int, Piece]) -> JointTable:
+    """:func:`joints_from_scratch` as a :class:`JointTable` (what the full check reads)."""
     with _collector_paused():
-        return _joints_from_scratch(pieces)
-
-
-def _joints_from_scratch(pieces: dict[int, Piece]) -> list[Joint]:
-    rows = jx.scratch_rows(pieces)
-    rows = rows[np.lexsort(rows[:, 4:0:-1].T)]  # by (a, a_conn, b, b_conn); lexsort is stable: selection order
-    return [Joint(int(a), int(i), int(b), int(j), jx.family_name(int(f)), r) for r, a, i, b, j, f in rows.tolist()]
+        return JointTable.from_rows(jx.scratch_rows(pieces))
 
 
 def _frozen(pose: np.ndarray) -> np.ndarray:

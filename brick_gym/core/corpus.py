@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brick_gym.core import connectors as cx
-from brick_gym.core.assembly import Assembly, ConnectorRef, Piece, Placement
+from brick_gym.core.assembly import Assembly, ConnectorRef, Piece, Placement, scratch_table
 from brick_gym.core.catalog import part
 from brick_gym.core.examples import random_assembly, translation
 from brick_gym.core.joints import world_points
@@ -177,9 +177,9 @@ def drop(asm: Assembly, colliders: str = "decomposed", threshold_ldu: float = 3.
     """The drop test of ``asm``'s components (found from scratch, as the full check does) with ``colliders``;
     a large ``threshold_ldu`` keeps failing components in the world, so their peaks are their real motion."""
     from brick_gym.core.stability import drop_test
-    from brick_gym.core.validity import components_of, joints_from_scratch
+    from brick_gym.core.validity import components_of
 
-    comps = components_of(list(asm.pieces), joints_from_scratch(asm.pieces))
+    comps = components_of(list(asm.pieces), scratch_table(asm.pieces))
     parts = [[(p, asm[p].part.stem, asm[p].pose) for p in c] for c in comps]
     return drop_test(parts, colliders=colliders, threshold_ldu=threshold_ldu)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brick_gym.core import connectors as cx
-from brick_gym.core.assembly import Assembly, Connection, Joint, Piece, colour_name, joints_from_scratch, spots
+from brick_gym.core.assembly import Assembly, Connection, JointTable, Piece, colour_name, scratch_table, spots
 from brick_gym.core.collision import MAX_NARROW_PAIRS, all_collisions, collision_scan, describe_overlap
 from brick_gym.core.ldraw import PartCountExceeded
 from brick_gym.core.modelfile import LoadedModel, load
@@ -100,7 +100,7 @@ class Report:
         return "\n".join(lines)
 
 
-def components_of(piece_ids: list[int], joints: list[Joint]) -> list[list[int]]:
+def components_of(piece_ids: list[int], joints: JointTable) -> list[list[int]]:
     """Connected components (sorted ids), largest first, ties by first id (one sparse-graph pass)."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
@@ -108,7 +108,7 @@ def components_of(piece_ids: list[int], joints: list[Joint]) -> list[list[int]]:
     ids = np.array(sorted(piece_ids), dtype=np.int64)
     if not len(ids):
         return []
-    ends = np.searchsorted(ids, np.array([(j.a, j.b) for j in joints], dtype=np.int64).reshape(-1, 2))
+    ends = np.searchsorted(ids, joints.keys[:, [0, 2]])
     graph = coo_matrix((np.ones(len(ends)), (ends[:, 0], ends[:, 1])), shape=(len(ids), len(ids)))
     _, labels = connected_components(graph, directed=False)
     order = np.argsort(labels, kind="stable")  # ids ascending within each component
@@ -187,7 +187,7 @@ def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decom
     timings["rules"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    joints = assembly.joints if assembly.joined_as_checked else joints_from_scratch(reps)
+    joints = JointTable.of(assembly.joints) if assembly.joined_as_checked else scratch_table(reps)
     # a copy's authored connections are its spot's: the copies are one collision issue already
     authored = [c for c in assembly.authored if c.a in reps and c.b in reps]
     join_issues, warnings = joint_findings(pieces, joints, authored)
@@ -273,19 +273,21 @@ def check_loaded(loaded: LoadedModel, *, stability: bool = True) -> Report:
 
 
 def joint_findings(
-    pieces: dict[int, Piece], joints: list[Joint], authored: list[Connection]
+    pieces: dict[int, Piece], joints: JointTable, authored: list[Connection]
 ) -> tuple[list[Issue], list[Issue]]:
     """BrickAgent's joint rule: (``join`` issues for authored connections that are missing or inexact, ``near_miss``
     warnings for inexact joints nobody authored)."""
-    found = {(j.a, j.a_conn, j.b, j.b_conn): j for j in joints}  # plain tuples: a Connection hashes and compares alike
+    exact = joints.exact
+    keys = list(map(tuple, joints.keys.tolist()))
+    found = dict(zip(keys, exact.tolist(), strict=True))  # key -> exact; a Connection hashes and compares alike
     issues, warnings = [], []
     for c in authored:
-        joint = found.get(c)
-        if joint is not None and joint.exact:
+        fit = found.get(c)
+        if fit:
             continue
         a, b = pieces[c.a], pieces[c.b]
         where = f"authored connection {a.ref(c.a_conn)} of {a.describe()} to {b.ref(c.b_conn)} of {b.describe()}"
-        if joint is None:
+        if fit is None:
             issues.append(Issue("join", (c.a, c.b), f"{where} is not a joint: {_offset(a, c.a_conn, b, c.b_conn)}"))
         else:
             issues.append(
@@ -293,10 +295,10 @@ def joint_findings(
             )
     named = set(authored)
     unnamed: list[tuple[int, int]] = []
-    for key, joint in found.items():
-        if joint.exact or key in named:
+    for k in np.flatnonzero(~exact).tolist():
+        if keys[k] in named:
             continue
-        c = Connection(*key)
+        c = Connection(*keys[k])
         if len(warnings) == MAX_NEAR_MISS_WARNINGS:  # a pile pushed through itself has tens of thousands
             unnamed.append((c.a, c.b))
             continue
@@ -354,8 +356,8 @@ def _stock_issues(assembly: Assembly) -> list[Issue]:
 def consistency_errors(assembly: Assembly) -> list[str]:
     """Where the incremental state disagrees with a from-scratch recomputation (empty when consistent)."""
     errors = []
-    scratch = joints_from_scratch(assembly.pieces)
-    key = [(j.a, j.a_conn, j.b, j.b_conn) for j in scratch]
+    scratch = scratch_table(assembly.pieces)
+    key = list(map(tuple, scratch.keys.tolist()))
     mine = [(j.a, j.a_conn, j.b, j.b_conn) for j in assembly.joints]
     if key != mine:
         errors.append(

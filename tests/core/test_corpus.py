@@ -5,9 +5,10 @@ from __future__ import annotations
 import bricknet
 import pytest
 
+from brick_gym.core.assembly import scratch_table
 from brick_gym.core.corpus import KINDS, at_the_limit, cases, drop, near_miss, pose_overlap
 from brick_gym.core.modelfile import load, save, to_ldraw
-from brick_gym.core.validity import check
+from brick_gym.core.validity import check, components_of
 
 CORPUS = list(cases(0, 48))
 FAST = 16
@@ -51,9 +52,7 @@ def test_verdict_facts_hold(case, tmp_path) -> None:
 
 
 def _components(asm) -> list[list[int]]:
-    from brick_gym.core.validity import components_of, joints_from_scratch
-
-    return components_of(list(asm.pieces), joints_from_scratch(asm.pieces))
+    return components_of(list(asm.pieces), scratch_table(asm.pieces))
 
 
 @pytest.mark.parametrize("offset", [0.5, 1.0, 2.0, 2.9])

@@ -91,7 +91,7 @@ def test_a_connect_line_with_a_huge_or_odd_part_number_is_a_problem_not_a_crash(
 
 
 def test_a_loaded_model_has_the_joints_the_full_check_finds(tmp_path) -> None:
-    from brick_gym.core.validity import joints_from_scratch, spots
+    from brick_gym.core.assembly import joints_from_scratch, spots
 
     base = random_assembly(3, 60)
     lines = to_ldraw(base, mpd=False).splitlines(True)

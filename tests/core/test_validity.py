@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brick_gym.core.assembly import Assembly
+from brick_gym.core.assembly import Assembly, JointTable, joints_from_scratch
 from brick_gym.core.examples import pile_ldr, random_assembly, readme_wall, running_bond_wall, translation
 from brick_gym.core.ldraw import read_ldraw
 from brick_gym.core.modelfile import to_ldraw
 from brick_gym.core.rules import Rules, Setting
-from brick_gym.core.validity import check, consistency_errors, joints_from_scratch
+from brick_gym.core.validity import check, consistency_errors
 
 
 def _plate_on_brick(hole: int) -> Assembly:
@@ -150,7 +150,7 @@ def test_near_misses_past_the_listed_number_are_counted_in_one_warning() -> None
         asm.add("3005", "red", translation(40 * k, 0, 0))
         asm.add("3005", "blue", translation(40 * k + 0.5, -24, 0))
     joints = joints_from_scratch(asm.pieces)
-    issues, warnings = joint_findings(asm.pieces, joints, [])
+    issues, warnings = joint_findings(asm.pieces, JointTable.of(joints), [])
     assert not issues and len(warnings) == MAX_NEAR_MISS_WARNINGS + 1
     assert warnings[-1].message.startswith("and 30 more inexact joints") and len(warnings[-1].pieces) == 60
 
@@ -182,4 +182,4 @@ def test_components_are_the_connected_groups_of_the_joint_graph(ids: list[int], 
         seen |= group
         expected.append(sorted(group))
     expected.sort(key=lambda c: (-len(c), c[0]))
-    assert components_of(ids, joints) == expected
+    assert components_of(ids, JointTable.of(joints)) == expected
