@@ -967,18 +967,18 @@ def _point(p: np.ndarray) -> str:
     return "(" + ", ".join(f"{round(float(v), 1) + 0.0:g}" for v in p) + ")"
 
 
-def spot_of(piece: Piece) -> tuple[str, bytes]:
-    """Where a piece sits: its part and its pose to 1e-6 LDU. Pieces with one spot are copies of each other, which
-    the full check reports as one collision and whose joints it finds once."""
-    return piece.part.stem, (np.round(piece.pose, 6) + 0.0).tobytes()
-
-
 def spots(pieces: dict[int, Piece]) -> list[list[int]]:
     """Pieces grouped by placement: one part at one pose (to 1e-6 LDU) is one spot; ids sorted, spots in order
-    of their first id."""
+    of their first id. Pieces with one spot are copies of each other, which the full check reports as one
+    collision and whose joints it finds once."""
+    ids = sorted(pieces)
+    if not ids:
+        return []
+    blob = (np.round(np.stack([pieces[pid].pose for pid in ids]), 6) + 0.0).tobytes()
+    size = len(blob) // len(ids)
     groups: dict[tuple[str, bytes], list[int]] = {}
-    for pid in sorted(pieces):
-        groups.setdefault(spot_of(pieces[pid]), []).append(pid)
+    for k, pid in enumerate(ids):
+        groups.setdefault((pieces[pid].part.stem, blob[k * size : (k + 1) * size]), []).append(pid)
     return list(groups.values())
 
 

@@ -248,15 +248,16 @@ class CollisionScan:
 
 def _lattice_cells(stems: Sequence[str], poses: np.ndarray) -> np.ndarray:
     """(n, 6) inclusive cell ranges of box parts on the lattice (``occupancy``); rows of -1 for other pieces."""
-    from brick_gym.core.occupancy import box_shape, cell_range
+    from brick_gym.core.occupancy import box_shape, cell_ranges
 
     out = np.full((len(stems), 6), -1, dtype=np.int64)
-    shapes = {s: box_shape(s) for s in set(stems)}
-    for i, (stem, pose) in enumerate(zip(stems, poses, strict=True)):
-        shape = shapes[stem]
-        rng = None if shape is None else cell_range(shape, pose.tolist())
-        if rng is not None:
-            out[i] = rng
+    by_stem: dict[str, list[int]] = {}
+    for i, stem in enumerate(stems):
+        by_stem.setdefault(stem, []).append(i)
+    for stem, rows in by_stem.items():
+        shape = box_shape(stem)
+        if shape is not None:
+            out[rows] = cell_ranges(shape, poses[rows])
     return out
 
 

@@ -514,19 +514,29 @@ def _nearest_mates(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(found_i), np.concatenate(found_j)
 
 
+def _all_rows(pieces: dict) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_rows` of every piece (ids ascending) in one table, and which rows are axle-family connectors."""
+    ids = sorted(pieces)
+    if not ids:
+        return np.zeros((0, 9)), np.zeros(0, bool)
+    placed = [pieces[pid] for pid in ids]
+    arrays = [part_arrays(x.part) for x in placed]
+    counts = [len(arr.codes) for arr in arrays]
+    table = np.empty((sum(counts), 9))
+    table[:, 0] = np.repeat(ids, counts)
+    table[:, 1] = np.arange(len(table)) - np.repeat(np.cumsum(counts) - counts, counts)
+    table[:, 2:5] = np.concatenate([x.points for x in placed])
+    table[:, 5:8] = np.concatenate([x.axes for x in placed])
+    table[:, 8] = np.concatenate([arr.codes for arr in arrays])
+    return table, np.concatenate([arr.axle for arr in arrays])
+
+
 def scratch_rows(pieces: dict) -> np.ndarray:
     """The joints among ``pieces`` computed without any incremental index, as candidate rows (see :func:`_scored`):
     every candidate (KD-trees per connector type for point connectors, a box grid for axle-family ones; see
     :data:`MAX_NEAR_MATES` for the one bound), then :func:`select` with nothing taken, in arrays: what it keeps, in
     its order."""
-    blocks, is_axle = [], []
-    for pid in sorted(pieces):
-        x = pieces[pid]
-        arr = part_arrays(x.part)
-        blocks.append(_rows(pid, arr, x.points, x.axes))
-        is_axle.append(arr.axle)
-    table = np.concatenate(blocks) if blocks else np.zeros((0, 9))
-    axle = np.concatenate(is_axle) if is_axle else np.zeros(0, bool)
+    table, axle = _all_rows(pieces)
     found = []
     plain = table[~axle]
     if len(plain):

@@ -226,3 +226,18 @@ def test_the_array_selection_keeps_what_the_greedy_selection_keeps(cands: list, 
     wanted = [jx.Candidate(r, min(a, b), max(a, b), f) for r, a, b, f in cands if a[0] != b[0]]
     rows = np.array([(c.residual, *c.a, *c.b, c.family) for c in sorted(set(wanted))]).reshape(-1, 6)
     assert jx._candidates(jx._selected(rows, rounds)) == jx.select(wanted, set())
+
+
+def test_a_joint_table_holds_the_joints_in_order_with_their_fit() -> None:
+    """The full check reads joints as a table: it must hold exactly the joints, families and exactness."""
+    from brick_gym.core.assembly import JointTable, joints_from_scratch, scratch_table
+    from brick_gym.core.examples import random_assembly
+
+    asm = random_assembly(2, 120, ("3700", "2780", "32523", "3001", "3062b"))
+    joints = joints_from_scratch(asm.pieces)
+    assert {j.family for j in joints} >= {"stud", "axle"}
+    table = scratch_table(asm.pieces)
+    assert table.joints() == joints and JointTable.of(joints).joints() == joints
+    assert table.exact.tolist() == [j.exact for j in joints]
+    assert table.keys.tolist() == sorted(table.keys.tolist()) == [list(j[:4]) for j in joints]
+    assert len(JointTable.of([])) == 0 and JointTable.of([]).joints() == []

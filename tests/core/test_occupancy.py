@@ -11,6 +11,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from brick_gym.core import connectors as cx
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement, joints_from_scratch
@@ -20,6 +22,7 @@ from brick_gym.core.occupancy import (
     CellIndex,
     box_shape,
     cell_range,
+    cell_ranges,
     contained_shape,
     lattice_connectors,
     quarter_turns,
@@ -76,6 +79,49 @@ def test_cells_of_a_brick_in_every_quarter_turn() -> None:
     tilted = pose(0, 0, 0, 0)
     tilted[:3, :3] = cx.euler_xyz(0, 0, 180)[:3, :3]  # upside down
     assert quarter_turns(tilted) is None and cell_range(shape, tilted) is None
+
+
+_COORDS = st.one_of(
+    st.integers(-400, 400).map(float),  # on the grid and off it by whole LDU
+    st.integers(-40, 40).map(lambda k: k * 10.0),  # half studs
+    st.floats(-1e4, 1e4, allow_nan=False),
+    st.sampled_from([1e-7, -1e-7, 9e-7, 1.5e-6, -1.5e-6, 19.9999999, 8.0000015]),  # at the on-grid tolerance
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(BOXES),
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            _COORDS,
+            _COORDS,
+            _COORDS,
+            st.sampled_from([0.0, 0.0, 1e-10, 1e-8, 0.3, 90.0]),
+            st.sampled_from([1.0, 1.0, 2.0, -2.0]),  # not a rotation: the first row stretched
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_cell_ranges_of_many_poses_are_cell_range_of_each(stem: str, placed: list) -> None:
+    """The vectorised ranges (the full check's collision pass) against the scalar rule, near every tolerance:
+    quarter turns, tilts from round-off to upside down, stretched rows, translations on, off and at the edge of the
+    grid."""
+    shape = box_shape(stem)
+    assert shape is not None
+    poses = []
+    for quarter, x, y, z, tilt, stretch in placed:
+        p = pose(quarter, x, y, z)
+        if tilt:
+            p[:3, :3] = p[:3, :3] @ cx.euler_xyz(tilt, 0, 0)[:3, :3]
+        p[0, :3] *= stretch
+        poses.append(p)
+    got = cell_ranges(shape, np.array(poses))
+    for p, row in zip(poses, got.tolist(), strict=True):
+        expected = cell_range(shape, p)
+        assert row == ([-1] * 6 if expected is None else list(expected))
 
 
 def test_cell_index_adds_removes_and_reports_blockers() -> None:
