@@ -28,6 +28,9 @@ class TrainConfig:
     seed: int = field(default=0, metadata={PER_RUN: True})
     n_steps: int = 256
     batch_size: int = 128
+    n_epochs: int = 10
+    """Passes over each rollout per update (SB3's default). The pointer policy's update, not the env, is most of a
+    candidate-encoding run's time, and it grows with this."""
     learning_rate: float = 3e-4
     gamma: float = 0.99
     ent_coef: float = 0.01

@@ -74,6 +74,10 @@ class EnvSection:
     max_steps: int | None = None
     min_parts: int = 0
     """Targets with fewer parts are passed over (both splits)."""
+    train_pool: int | None = None
+    """Targets per kind in the training stream (None: the env's default, 4,096; the held-out stream keeps it). A
+    smaller pool is revisited, so its targets come from the env's cache: a medium target takes 0.04-0.4 s to
+    generate, and early in training, when episodes last two steps, generating them would be most of the run."""
 
     def kwargs(self, split: str) -> dict[str, Any]:
         """Env kwargs for one split. The env's target-stream ``seed`` kwarg stays at its default (0) for every run,
@@ -86,6 +90,8 @@ class EnvSection:
             kw["max_steps"] = self.max_steps
         if self.min_parts:
             kw["min_parts"] = self.min_parts
+        if split == "train" and self.train_pool is not None:
+            kw["pool"] = self.train_pool
         return kw
 
 
@@ -313,6 +319,15 @@ def validate(config: ExperimentConfig, where: str = "config") -> None:
     unknown = set(config.env.kinds) - set(ALL_KINDS)
     if unknown:
         raise ValueError(f"{where}: unknown env.kinds {sorted(unknown)}; choose from {list(ALL_KINDS)}")
+    pool = config.env.train_pool
+    if pool is not None and (isinstance(pool, bool) or not isinstance(pool, int) or pool < 1):
+        raise ValueError(f"{where}: env.train_pool must be a positive integer (got {pool!r})")
+    t = config.train
+    if min(t.total_timesteps, t.n_envs, t.n_steps, t.batch_size, t.n_epochs) < 1 or t.torch_threads < 0:
+        raise ValueError(
+            f"{where}: train needs total_timesteps, n_envs, n_steps, batch_size and n_epochs >= 1 and "
+            f"torch_threads >= 0 (got {asdict(t)})"
+        )
     if config.eval.episodes < 1 or config.eval.curve_episodes < 0:
         raise ValueError(f"{where}: eval.episodes must be >= 1 and eval.curve_episodes >= 0")
     if config.wandb.mode not in ("auto", "online", "offline", "disabled"):

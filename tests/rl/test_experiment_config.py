@@ -29,6 +29,14 @@ def test_config_errors_name_the_problem() -> None:
         config_from_dict({**base, "seeds": ["0"]})
     with pytest.raises(ValueError, match=r"sizes\.tiny"):
         config_from_dict(base, size="tiny")
+    for key, value in (("n_epochs", 0), ("batch_size", 0), ("n_steps", -1), ("torch_threads", -2)):
+        with pytest.raises(ValueError, match=r"train needs .*'" + key + "': " + str(value)):
+            config_from_dict({**base, "train": {key: value}})
+    assert config_from_dict({**base, "train": {"n_epochs": 3}}).train.n_epochs == 3
+    with pytest.raises(ValueError, match=r"env\.train_pool must be a positive integer \(got 0\)"):
+        config_from_dict({**base, "env": {"train_pool": 0}})
+    pooled = config_from_dict({**base, "env": {"train_pool": 64}}).env
+    assert pooled.kwargs("train")["pool"] == 64 and "pool" not in pooled.kwargs("test")  # held-out targets stay
     merged = config_from_dict({**base, "sizes": {"tiny": {"seeds": [3], "train": {"n_envs": 1}}}}, size="tiny")
     assert merged.seeds == [3] and merged.train.n_envs == 1 and merged.train.n_steps == TrainConfig().n_steps
 
@@ -58,6 +66,7 @@ def test_the_train_table_is_a_train_config() -> None:
         "n_envs",
         "n_steps",
         "batch_size",
+        "n_epochs",
         "learning_rate",
         "gamma",
         "ent_coef",

@@ -20,3 +20,28 @@ def test_stop_or_build_decodes_the_two_level_choice(stop: float, expected: str) 
     mask = np.array([1, 0, 1, 0, 1])  # candidate 1 is the likeliest but not allowed
     assert stop_or_build(probs, mask) == (4 if expected == "stop" else 0)
     assert stop_or_build(probs, np.array([0, 0, 0, 0, 1])) == 4  # nothing listed: STOP
+
+
+def test_train_hands_its_settings_to_maskable_ppo(tmp_path) -> None:
+    """A real (tiny) run: the saved model carries the config's update settings, n_epochs included."""
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from brick_gym.rl.config import TrainConfig
+    from brick_gym.rl.train import train
+
+    config = TrainConfig(
+        env_kwargs={"max_candidates": 8, "max_steps": 6},
+        eval_kwargs={"split": "test", "max_candidates": 8, "max_steps": 6},
+        total_timesteps=32,
+        n_envs=1,
+        n_steps=16,
+        batch_size=8,
+        n_epochs=3,
+        eval_episodes=1,
+        out_dir=str(tmp_path / "run"),
+    )
+    result = train(config)
+    model = MaskablePPO.load(result["model"], device="cpu")
+    assert (model.n_epochs, model.n_steps, model.batch_size) == (3, 16, 8)
+    assert result["eval"]["episodes"] == 1
