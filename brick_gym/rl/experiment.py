@@ -317,6 +317,11 @@ def _read_last_iteration(path: Path) -> dict[str, Any]:
     return json.loads(lines[-1]) if lines else {}
 
 
+SEEDLESS_BASELINES = frozenset({"greedy"})
+"""Baselines that take no seed: on the fixed held-out targets their evaluation is the same for every run seed, so
+it runs once and each later seed records that result, marked ``same_as_seed``."""
+
+
 def _make_baseline(name: str, seed: int) -> Any:
     from brick_gym.rl.baselines import GreedyFidelityAgent, RandomMaskedAgent
 
@@ -336,6 +341,11 @@ def run_baseline(ctx: _Context, baseline: str, encoding: str, seed: int) -> dict
     if finished is not None:
         return finished
     result_path = _run_dir(ctx.out, name, seed) / "result.json"
+    earlier = _seedless_result(ctx, baseline, name, seed)
+    if earlier is not None:
+        result = {**earlier, "seed": seed, "same_as_seed": earlier["seed"], "wandb": None}
+        atomic_write_json(result_path, result)
+        return {**result, "skipped": False}
     env = gym.make(ENCODINGS[encoding], **cfg.env.kwargs("test"))
     try:
         t = time.perf_counter()
@@ -376,6 +386,18 @@ def run_baseline(ctx: _Context, baseline: str, encoding: str, seed: int) -> dict
     atomic_write_json(result_path, result)
     result["skipped"] = False
     return result
+
+
+def _seedless_result(ctx: _Context, baseline: str, name: str, seed: int) -> dict[str, Any] | None:
+    """A seedless baseline's result evaluated under another seed in this output folder, whichever seeds this
+    invocation runs (None: none yet, or the baseline takes a seed)."""
+    if baseline not in SEEDLESS_BASELINES:
+        return None
+    for path in sorted((ctx.out / "runs" / name).glob("seed-*/result.json")):
+        found = read_json(path)
+        if found.get("seed") != seed and "same_as_seed" not in found:
+            return found
+    return None
 
 
 def held_out_tasks(config: ExperimentConfig) -> list[str]:

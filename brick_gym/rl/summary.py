@@ -97,7 +97,8 @@ def summarise_experiment(
             },
         )
         row["seeds"].append(r["seed"])
-        row["per_seed"].append({"seed": r["seed"], **r["metrics"], "curve": r.get("curve", [])})
+        same = {"same_as_seed": r["same_as_seed"]} if "same_as_seed" in r else {}
+        row["per_seed"].append({"seed": r["seed"], **r["metrics"], "curve": r.get("curve", []), **same})
     for row in rows.values():
         for key, _ in (*METRICS, ("fidelity_colour", ""), ("return", "")):
             mean, std = _mean_std([s.get(key) for s in row["per_seed"]])
@@ -167,7 +168,8 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         "",
         "steps/s: training env steps per second (PPO, excluding curve evaluation, logging and, for RLlib, the "
         "cluster's start-up; SB3 steps its envs in the trainer's process, RLlib samples in its env runners); "
-        "acting steps per second on the held-out episodes (baselines).",
+        "acting steps per second on the held-out episodes (baselines). A seedless baseline (greedy) is evaluated "
+        "once: its later seeds record that evaluation (`= seed N` below).",
         "",
         "## Every seed",
         "",
@@ -178,7 +180,8 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         for s in row["per_seed"]:
             cells = [f"{s[k]:.4g}" if s.get(k) is not None else "–" for k, _ in METRICS]
             extra = [f"{s.get('fidelity_colour', float('nan')):.4g}", f"{s.get('return', float('nan')):.4g}"]
-            lines.append(f"| {row['name']} | {s['seed']} | " + " | ".join(cells + extra) + " |")
+            seed = f"{s['seed']} (= seed {s['same_as_seed']})" if "same_as_seed" in s else str(s["seed"])
+            lines.append(f"| {row['name']} | {seed} | " + " | ".join(cells + extra) + " |")
     if summary.get("paired"):
         lines += [
             "",

@@ -273,3 +273,31 @@ def test_summary_only_summarises_finished_runs_and_runs_nothing(ablation: dict, 
     assert summary["ran"] == 0 and summary["skipped"] == len(before)
     assert {row["name"]: row["seeds"] for row in summary["rows"]}["validity_only"] == [0]
     assert "validity_only" in (out / "summary.md").read_text()
+
+
+def test_a_seedless_baseline_is_evaluated_once_and_later_seeds_record_it(
+    ablation: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Greedy takes no seed: a seed-1 run in a folder holding its seed-0 evaluation records that one (marked), and
+    it equals a real seed-1 evaluation in an empty folder, which is why it may be reused."""
+    import shutil
+
+    from brick_gym.rl.experiment import SEEDLESS_BASELINES, _Context, run_baseline
+
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    config = load_config(ABLATION, "smoke")
+    assert "greedy" in SEEDLESS_BASELINES and "random" not in SEEDLESS_BASELINES
+    first = tmp_path / "first"
+    shutil.copytree(ablation["out"] / "runs" / "greedy-candidates", first / "runs" / "greedy-candidates")
+
+    def run(out: Path, seed: int) -> dict:
+        return run_baseline(_Context(config, out, "disabled", None, {}, lambda _m: None), "greedy", "candidates", seed)
+
+    reused, fresh = run(first, 1), run(tmp_path / "fresh", 1)
+    assert reused["same_as_seed"] == 0 and reused["seed"] == 1 and "same_as_seed" not in fresh
+    assert _result(first, "greedy-candidates", seed=1) == {k: v for k, v in reused.items() if k != "skipped"}
+
+    def numbers(result: dict) -> dict:
+        return {k: v for k, v in result["metrics"].items() if k != "steps_per_second"}
+
+    assert numbers(reused) == numbers(fresh) and reused["eval_tasks"] == fresh["eval_tasks"]

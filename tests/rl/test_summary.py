@@ -58,3 +58,17 @@ def test_paired_gains_compare_the_same_targets_seed_by_seed(tmp_path: Path) -> N
     assert (paired["better"], paired["same"], paired["worse"]) == (3, 2, 1)
     md = (tmp_path / "summary.md").read_text()
     assert "| dense_fidelity | greedy-candidates | +0.050 ± 0.071 | +0.000, +0.100 | 3 / 2 / 1 |" in md
+
+
+def test_a_recorded_seedless_evaluation_is_marked_in_every_seed_table(tmp_path: Path) -> None:
+    config = load_config(ABLATION, "smoke")
+    metrics = {"fidelity": 0.9, "valid_rate": 1.0, "pieces": 5.0, "steps_per_second": 2.0, "return": 1.0}
+    results = [
+        {"name": "greedy-candidates", "kind": "baseline", "encoding": "candidates", "seed": 0, "metrics": metrics},
+        {"name": "greedy-candidates", "kind": "baseline", "encoding": "candidates", "seed": 1, "metrics": metrics,
+         "same_as_seed": 0},
+    ]  # fmt: skip
+    summary = summarise_experiment(config, results, {}, tmp_path)
+    assert [s.get("same_as_seed") for s in summary["rows"][0]["per_seed"]] == [None, 0]
+    md = (tmp_path / "summary.md").read_text()
+    assert "| greedy-candidates | 0 | " in md and "| greedy-candidates | 1 (= seed 0) | " in md
