@@ -278,27 +278,24 @@ def joint_findings(
     """BrickAgent's joint rule: (``join`` issues for authored connections that are missing or inexact, ``near_miss``
     warnings for inexact joints nobody authored)."""
     exact = joints.exact
-    keys = list(map(tuple, joints.keys.tolist()))
-    found = dict(zip(keys, exact.tolist(), strict=True))  # key -> exact; a Connection hashes and compares alike
+    rows = _rows_of(pieces, joints, authored)  # each authored connection's joint row, -1 where none
     issues, warnings = [], []
-    for c in authored:
-        fit = found.get(c)
-        if fit:
+    for c, row in zip(authored, rows.tolist(), strict=True):
+        if row >= 0 and exact[row]:
             continue
         a, b = pieces[c.a], pieces[c.b]
         where = f"authored connection {a.ref(c.a_conn)} of {a.describe()} to {b.ref(c.b_conn)} of {b.describe()}"
-        if fit is None:
+        if row < 0:
             issues.append(Issue("join", (c.a, c.b), f"{where} is not a joint: {_offset(a, c.a_conn, b, c.b_conn)}"))
         else:
             issues.append(
                 Issue("join", (c.a, c.b), f"{where} is not an exact fit: {_offset(a, c.a_conn, b, c.b_conn)} off")
             )
-    named = set(authored)
     unnamed: list[tuple[int, int]] = []
-    for k in np.flatnonzero(~exact).tolist():
-        if keys[k] in named:
-            continue
-        c = Connection(*keys[k])
+    inexact = ~exact
+    inexact[rows[rows >= 0]] = False  # authored: judged above
+    for key in joints.keys[inexact].tolist():
+        c = Connection(*key)
         if len(warnings) == MAX_NEAR_MISS_WARNINGS:  # a pile pushed through itself has tens of thousands
             unnamed.append((c.a, c.b))
             continue
@@ -316,6 +313,27 @@ def joint_findings(
         rest = tuple(sorted({p for pair in unnamed for p in pair}))
         warnings.append(Issue("near_miss", rest, f"and {len(unnamed):,} more inexact joints (among {_ids(rest)})"))
     return issues, warnings
+
+
+def _rows_of(pieces: dict[int, Piece], joints: JointTable, authored: list[Connection]) -> np.ndarray:
+    """The row of ``joints`` holding each authored connection, -1 where it is not a joint: both sides' keys as one
+    int64 each (pieces by rank among ``pieces``, so ids of any size fit), matched by a sorted search."""
+    if not authored or not len(joints):
+        return np.full(len(authored), -1, dtype=np.int64)
+    ids = np.array(sorted(pieces), dtype=np.int64)
+    wanted = np.array(authored, dtype=np.int64)
+    width = 1 + max(int(joints.keys[:, [1, 3]].max()), int(wanted[:, [1, 3]].max()))
+
+    kind = np.int64 if len(ids) * width < 2**31 else object  # object: Python ints, past any real assembly
+
+    def codes(keys: np.ndarray) -> np.ndarray:
+        a, b = np.searchsorted(ids, keys[:, 0]).astype(kind), np.searchsorted(ids, keys[:, 2]).astype(kind)
+        return ((a * width + keys[:, 1]) * len(ids) + b) * width + keys[:, 3]
+
+    have, want = codes(joints.keys), codes(wanted)
+    order = np.argsort(have, kind="stable")
+    at = np.minimum(np.searchsorted(have[order], want), len(order) - 1)
+    return np.where(have[order][at] == want, order[at], -1)
 
 
 def _offset(a: Piece, i: int, b: Piece, j: int) -> str:

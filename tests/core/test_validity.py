@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import bricknet
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brick_gym.core.assembly import Assembly, JointTable, joints_from_scratch
+from brick_gym.core.assembly import Assembly, Connection, JointTable, joints_from_scratch
 from brick_gym.core.examples import pile_ldr, random_assembly, readme_wall, running_bond_wall, translation
 from brick_gym.core.ldraw import read_ldraw
 from brick_gym.core.modelfile import to_ldraw
@@ -183,3 +184,21 @@ def test_components_are_the_connected_groups_of_the_joint_graph(ids: list[int], 
         expected.append(sorted(group))
     expected.sort(key=lambda c: (-len(c), c[0]))
     assert components_of(ids, JointTable.of(joints)) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-(2**62), 2**62), min_size=1, max_size=8, unique=True),
+    st.sampled_from([3, 40, 2**40]),  # connector indices: small, and large enough for Python-int codes
+    st.data(),
+)
+def test_authored_connections_find_their_joint_rows(ids: list[int], conns: int, data) -> None:
+    """The vectorised lookup of authored connections against a plain dictionary of the joints' keys."""
+    from brick_gym.core.validity import _rows_of
+
+    key = st.tuples(st.sampled_from(ids), st.integers(0, conns), st.sampled_from(ids), st.integers(0, conns))
+    keys = sorted(set(data.draw(st.lists(key, max_size=20))))
+    table = JointTable(np.array(keys, dtype=np.int64).reshape(-1, 4), np.zeros(len(keys)), np.zeros(len(keys), int))
+    authored = [Connection(*k) for k in data.draw(st.lists(st.one_of(st.sampled_from(keys), key) if keys else key))]
+    where = {k: i for i, k in enumerate(keys)}
+    assert _rows_of(dict.fromkeys(ids), table, authored).tolist() == [where.get(tuple(c), -1) for c in authored]
