@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["RewardTermsCallback", "curve_callback", "progress_callback"]
+__all__ = ["RewardTermsCallback", "checkpoint_callback", "curve_callback", "progress_callback"]
 
 
 def _base_callback() -> type:
@@ -92,6 +92,31 @@ def curve_callback(evaluate: Callable[[Any, int], None], every: int) -> Any:
             self._eval()
 
     return _Curve()
+
+
+def checkpoint_callback(every: int, folder: str, on_saved: Callable[[str, int, float], None] | None = None) -> Any:
+    """Saves the model as ``<folder>/rl_model_<timesteps>_steps.zip`` each time the timesteps pass a multiple of
+    ``every``, then calls ``on_saved(path, num_timesteps, seconds since training started)``: a run can record
+    what it needs to resume there. Multiples of ``every``, so a resumed run keeps the same checkpoint steps."""
+    import os
+    import time
+
+    class _Checkpoints(_base_callback()):
+        def _on_training_start(self) -> None:
+            self.started = time.perf_counter()
+            self.next = (self.num_timesteps // every + 1) * every
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= self.next:
+                self.next = (self.num_timesteps // every + 1) * every
+                os.makedirs(folder, exist_ok=True)
+                path = os.path.join(folder, f"rl_model_{self.num_timesteps}_steps.zip")
+                self.model.save(path)
+                if on_saved is not None:
+                    on_saved(path, self.num_timesteps, time.perf_counter() - self.started)
+            return True
+
+    return _Checkpoints()
 
 
 def progress_callback(update: Callable[[int], None]) -> Any:

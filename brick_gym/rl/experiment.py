@@ -15,8 +15,9 @@ Protocol (every row of the summary is comparable):
   ``eval.every`` timesteps and at the end of training.
 * reproducible: fixed env/SB3 seeds, deterministic torch on CPU with a fixed thread count; evaluation is
   deterministic, so re-running a seed reproduces its evaluation numbers exactly.
-* resumable: a run whose ``result.json`` exists is skipped (written atomically, last); an unfinished run is
-  restarted from scratch.
+* resumable: a run whose ``result.json`` exists is skipped (written atomically, last); an unfinished SB3 run goes
+  on from its last complete checkpoint (records cut back to it, ``resumed_from`` in its result; not bit-identical
+  to an uninterrupted run), other unfinished runs start again from scratch.
 * ``steps_per_second``: training env steps per wall-clock second, excluding the time spent in curve evaluation
   and logging; for baselines, acting steps per second during evaluation.
 """
@@ -37,7 +38,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from brick_gym.core.fileio import atomic_write_json, json_default, read_json
+from brick_gym.core.fileio import atomic_write_json, atomic_write_jsonl, json_default, read_json
 from brick_gym.rl.callbacks import RewardTermsCallback, curve_callback, progress_callback
 from brick_gym.rl.config import TrainConfig
 from brick_gym.rl.experiment_config import (
@@ -127,9 +128,13 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int, backend: str
     from brick_gym.rl.baselines import evaluate_agent
 
     cfg = ctx.config
-    if run_dir.exists():  # an unfinished earlier attempt: start again from scratch
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
+    resume = _resume_point(run_dir) if backend == "sb3" else None
+    if resume is None:  # nothing to go on from (or RLlib): an unfinished earlier attempt starts again
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
+    else:
+        ctx.log(f"{name}-{seed}: resuming from its checkpoint at {resume.timesteps:,} timesteps")
     eval_kwargs = cfg.env.kwargs("test")
     train_config = replace(
         cfg.train,
@@ -159,9 +164,10 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int, backend: str
             **({"rllib": asdict(cfg.rllib)} if backend == "rllib" else {}),
         ),
     )
-    curve: list[dict[str, Any]] = []
-    overhead = [0.0]
+    curve: list[dict[str, Any]] = list(resume.curve) if resume else []
+    overhead = [resume.state["overhead_seconds"] if resume else 0.0]
     started = [time.perf_counter()]
+    curve_path = run_dir / "curve.jsonl"
 
     def record_curve(agent: Any, step: int) -> None:
         if not cfg.eval.curve_episodes:
@@ -171,6 +177,8 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int, backend: str
         summary = evaluate_agent(agent, variant.env_id, eval_kwargs, cfg.eval.curve_episodes, EVAL_SEED)
         point = {"timesteps": step, "wall_seconds": round(wall, 3), "train_seconds": round(wall - overhead[0], 3)}
         curve.append({**point, **summary})
+        with curve_path.open("a", encoding="utf-8") as f:  # kept for a resumed run
+            f.write(json.dumps(curve[-1], default=json_default) + "\n")
         wb.log({"global_step": step, **{f"eval/{k}": v for k, v in _scalars(summary).items() if k != "episodes"}})
         overhead[0] += time.perf_counter() - t
 
@@ -183,10 +191,11 @@ def train_variant(ctx: _Context, variant: VariantConfig, seed: int, backend: str
             ctx.progress.update(task, completed=step)
 
     trainer = _train_sb3 if backend == "sb3" else _train_rllib
-    started[0] = time.perf_counter()
+    started[0] = time.perf_counter() - (resume.state["wall_seconds"] if resume else 0.0)
+    run = _Run(run_dir, wb, record_curve, update, overhead, lambda: time.perf_counter() - started[0], resume)
     try:
         with _deterministic_torch(cfg.train.torch_threads):
-            trained = trainer(ctx, train_config, _Run(run_dir, wb, record_curve, update, overhead))
+            trained = trainer(ctx, train_config, run)
     except BaseException:
         wb.finish(exit_code=1)
         raise
@@ -232,6 +241,69 @@ class _Run:
     record_curve: Callable[[Any, int], None]
     update: Callable[[int], None]
     overhead: list[float]
+    wall: Callable[[], float]
+    """Seconds since the run started (across resumptions)."""
+    resume: _Resume | None = None
+
+
+@dataclass(frozen=True)
+class _Resume:
+    """Where an interrupted SB3 run goes on from: its latest complete checkpoint, the state recorded with it
+    (timesteps, training/overhead/wall seconds, episodes, earlier resumptions) and the curve points before it."""
+
+    checkpoint: Path
+    state: dict[str, Any]
+    curve: list[dict[str, Any]]
+
+    @property
+    def timesteps(self) -> int:
+        return int(self.state["timesteps"])
+
+
+def _resume_point(run_dir: Path) -> _Resume | None:
+    """The latest checkpoint of ``run_dir`` saved with its state (a checkpoint without one was cut short), with
+    the run's records cut back to it: ``episodes.jsonl`` to the episodes that ended by then, ``curve.jsonl`` to the
+    points before it (the resumed run evaluates its first point again), later checkpoints removed."""
+    found = []
+    for state_path in (run_dir / "train" / "checkpoints").glob("rl_model_*_steps.json"):
+        try:
+            state = read_json(state_path)
+        except (OSError, ValueError):
+            continue
+        if state_path.with_suffix(".zip").is_file() and isinstance(state.get("timesteps"), int):
+            found.append((state["timesteps"], state_path, state))
+    if not found:
+        return None
+    timesteps, state_path, state = max(found, key=lambda f: f[0])
+    for later in state_path.parent.glob("rl_model_*_steps.*"):
+        if _steps_of(later) > timesteps:
+            later.unlink()
+    episodes = [e for e in _json_lines(run_dir / "episodes.jsonl") if e.get("timesteps", 0) <= timesteps]
+    atomic_write_jsonl(run_dir / "episodes.jsonl", episodes)
+    curve = [c for c in _json_lines(run_dir / "curve.jsonl") if c.get("timesteps", 0) < timesteps]
+    atomic_write_jsonl(run_dir / "curve.jsonl", curve)
+    return _Resume(state_path.with_suffix(".zip"), state, curve)
+
+
+def _steps_of(path: Path) -> int:
+    """The timesteps in a checkpoint file's name (``rl_model_<N>_steps``), -1 if it has none."""
+    digits = path.stem.removeprefix("rl_model_").removesuffix("_steps")
+    return int(digits) if digits.isdigit() else -1
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a run's log, up to the first line that is not one (a write the interruption cut)."""
+    out = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                item = json.loads(line)
+            except ValueError:
+                break
+            if not isinstance(item, dict):
+                break
+            out.append(item)
+    return out
 
 
 def _train_sb3(ctx: _Context, train_config: TrainConfig, run: _Run) -> dict[str, Any]:
@@ -241,6 +313,24 @@ def _train_sb3(ctx: _Context, train_config: TrainConfig, run: _Run) -> dict[str,
     term_totals: dict[str, float] = {}
     episodes_path = run.run_dir / "episodes.jsonl"
     n_episodes = [0]
+    resume = run.resume
+    for ep in _json_lines(episodes_path) if resume else ():  # the episodes before the checkpoint count
+        n_episodes[0] += 1
+        for k, v in ep.get("reward_terms", {}).items():
+            term_totals[k] = term_totals.get(k, 0.0) + v
+    before = resume.state["train_seconds"] if resume else 0.0
+    resumed_from = [*resume.state.get("resumed_from", []), resume.timesteps] if resume else []
+
+    def on_checkpoint(path: str, step: int, seconds: float) -> None:
+        state = {
+            "timesteps": step,
+            "train_seconds": round(before + seconds, 3),
+            "overhead_seconds": round(run.overhead[0], 3),
+            "wall_seconds": round(run.wall(), 3),
+            "episodes": n_episodes[0],
+            "resumed_from": resumed_from,
+        }
+        atomic_write_json(Path(path).with_suffix(".json"), state)  # written last: the checkpoint is complete
 
     def on_episode(step: int, ep: dict[str, Any]) -> None:
         t = time.perf_counter()
@@ -261,9 +351,14 @@ def _train_sb3(ctx: _Context, train_config: TrainConfig, run: _Run) -> dict[str,
 
     terms_cb = RewardTermsCallback(on_episode)
     curve_cb = curve_callback(lambda model, step: run.record_curve(PolicyAgent(model), step), ctx.config.eval.every)
-    trained = train(train_config, callbacks=[terms_cb, curve_cb, progress_callback(run.update)])
+    trained = train(
+        train_config,
+        callbacks=[terms_cb, curve_cb, progress_callback(run.update)],
+        resume=str(resume.checkpoint) if resume else None,
+        on_checkpoint=on_checkpoint,
+    )
     timesteps = int(terms_cb.num_timesteps)
-    seconds = float(trained["train_seconds"])
+    seconds = before + float(trained["train_seconds"])
     checkpoints = sorted(str(p.relative_to(run.run_dir)) for p in (run.run_dir / "train").glob("checkpoints/*.zip"))
     return {
         "eval": trained["eval"],
@@ -271,9 +366,10 @@ def _train_sb3(ctx: _Context, train_config: TrainConfig, run: _Run) -> dict[str,
         "train_episodes": n_episodes[0],
         "train_reward_terms_mean": {k: v / max(1, n_episodes[0]) for k, v in term_totals.items()},
         "timesteps": timesteps,
-        "train_seconds": seconds,
+        "train_seconds": round(seconds, 3),
         "model": str(Path("train") / "final_model.zip"),
         "checkpoints": checkpoints,
+        "resumed_from": resumed_from,
     }
 
 

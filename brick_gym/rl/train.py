@@ -46,13 +46,24 @@ def _start_method() -> str | None:
     return "fork" if "fork" in multiprocessing.get_all_start_methods() else None
 
 
-def train(config: TrainConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
-    """Train MaskablePPO with vectorised envs; writes checkpoints, the final model and ``result.json``."""
+def train(
+    config: TrainConfig,
+    callbacks: list[Any] | None = None,
+    *,
+    resume: str | None = None,
+    on_checkpoint: Callable[[str, int, float], None] | None = None,
+) -> dict[str, Any]:
+    """Train MaskablePPO with vectorised envs; writes checkpoints, the final model and ``result.json``.
+
+    ``resume``: a checkpoint of this run to go on from (policy, optimiser and timestep count restored; the envs
+    start new episodes, so the result is not bit-identical to an uninterrupted run) up to ``total_timesteps``.
+    ``on_checkpoint(path, timesteps, seconds)`` is called after each checkpoint is saved."""
     require("sb3_contrib", "train()")
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
-    from stable_baselines3.common.callbacks import CheckpointCallback
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from brick_gym.rl.callbacks import checkpoint_callback
 
     torch = require("torch", "train()")
     if config.torch_threads:
@@ -68,24 +79,29 @@ def train(config: TrainConfig, callbacks: list[Any] | None = None) -> dict[str, 
         if config.subprocess and config.n_envs > 1
         else DummyVecEnv(fns)
     )
-    policy, policy_kwargs = policy_for(config.env_id, config.env_kwargs)
-    model = MaskablePPO(
-        policy,
-        vec,
-        n_steps=config.n_steps,
-        batch_size=config.batch_size,
-        n_epochs=config.n_epochs,
-        learning_rate=config.learning_rate,
-        gamma=config.gamma,
-        ent_coef=config.ent_coef,
-        seed=config.seed,
-        verbose=0,
-        device="cpu",
-        policy_kwargs=policy_kwargs,
-    )
+    if resume is not None:
+        model = MaskablePPO.load(resume, env=vec, device="cpu")
+        model.set_random_seed(config.seed + model.num_timesteps)
+    else:
+        policy, policy_kwargs = policy_for(config.env_id, config.env_kwargs)
+        model = MaskablePPO(
+            policy,
+            vec,
+            n_steps=config.n_steps,
+            batch_size=config.batch_size,
+            n_epochs=config.n_epochs,
+            learning_rate=config.learning_rate,
+            gamma=config.gamma,
+            ent_coef=config.ent_coef,
+            seed=config.seed,
+            verbose=0,
+            device="cpu",
+            policy_kwargs=policy_kwargs,
+        )
+    start = int(model.num_timesteps)
     cbs = list(callbacks or [])
     if config.checkpoint_every:
-        cbs.append(CheckpointCallback(max(1, config.checkpoint_every // config.n_envs), str(out / "checkpoints")))
+        cbs.append(checkpoint_callback(config.checkpoint_every, str(out / "checkpoints"), on_checkpoint))
     if config.eval_freq:
         eval_env = DummyVecEnv([make_env(config.env_id, 10_000 + config.seed, **config.eval_kwargs)])
         cbs.append(
@@ -99,14 +115,16 @@ def train(config: TrainConfig, callbacks: list[Any] | None = None) -> dict[str, 
             )
         )
     t = time.perf_counter()
-    model.learn(total_timesteps=config.total_timesteps, callback=cbs or None, progress_bar=False)
+    remaining = max(0, config.total_timesteps - start)
+    model.learn(total_timesteps=remaining, callback=cbs or None, progress_bar=False, reset_num_timesteps=start == 0)
     seconds = time.perf_counter() - t
     model.save(out / "final_model")
     vec.close()
     result = {
         "config": asdict(config),
         "train_seconds": round(seconds, 2),
-        "steps_per_second": round(config.total_timesteps / seconds, 1),
+        "steps_per_second": round((model.num_timesteps - start) / seconds, 1),
+        "resumed_from": start if resume is not None else None,
         "model": str(out / "final_model.zip"),
     }
     result["eval"] = evaluate_policy(model, config.env_id, config.eval_kwargs, config.eval_episodes, seed=10_000)

@@ -301,3 +301,59 @@ def test_a_seedless_baseline_is_evaluated_once_and_later_seeds_record_it(
         return {k: v for k, v in result["metrics"].items() if k != "steps_per_second"}
 
     assert numbers(reused) == numbers(fresh) and reused["eval_tasks"] == fresh["eval_tasks"]
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_an_interrupted_run_resumes_from_its_last_checkpoint(
+    ablation: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut a run off after its 128-step checkpoint: the next invocation goes on from there (curve points before it
+    kept, the checkpoint's own evaluated again: the same policy, so the same numbers as the uninterrupted run's)
+    instead of starting again, and records where it resumed."""
+    import brick_gym.rl.experiment as engine
+    from brick_gym.rl.callbacks import progress_callback
+
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    config = load_config(ABLATION, "smoke")
+    config.baselines, config.seeds = [], [0]
+    config.train.total_timesteps = 256
+
+    def cut_off(update):  # a progress bar that stops the run mid-way through its second rollout
+        def stop_at(step: int) -> None:
+            if step >= 160:
+                raise _Interrupted
+            update(step)
+
+        return progress_callback(stop_at)
+
+    quiet = {"progress": False, "log": lambda _m: None, "variants": ["validity_only"]}
+    with monkeypatch.context() as patch:
+        patch.setattr(engine, "progress_callback", cut_off)
+        with pytest.raises(_Interrupted):
+            run_experiment(config, tmp_path, **quiet)
+    run_dir = tmp_path / "runs" / "validity_only" / "seed-0"
+    assert not (run_dir / "result.json").exists()
+    states = sorted(p.name for p in (run_dir / "train" / "checkpoints").glob("*.json"))
+    assert states == ["rl_model_128_steps.json", "rl_model_64_steps.json"]
+    cut = [json.loads(line)["timesteps"] for line in (run_dir / "episodes.jsonl").read_text().splitlines()]
+    assert max(cut) > 128  # episodes past the checkpoint, which the resumed run must drop
+
+    run_experiment(config, tmp_path, **quiet)
+    result = _result(tmp_path, "validity_only")
+    assert result["resumed_from"] == [128] and result["timesteps"] >= 256
+    points = [p["timesteps"] for p in result["curve"]]
+    assert points[:3] == [0, 64, 128] and points == sorted(set(points))  # the checkpoint's point once
+    plain = _result(ablation["out"], "validity_only")  # the same run, never cut off (128 timesteps)
+
+    def numbers(points: list) -> list:
+        return [{k: v for k, v in p.items() if k not in ("wall_seconds", "train_seconds")} for p in points]
+
+    assert numbers(result["curve"][:3]) == numbers(plain["curve"][:3])
+    walls = [p["wall_seconds"] for p in result["curve"]]
+    assert walls == sorted(walls)  # one clock across the interruption
+    steps = [json.loads(line)["timesteps"] for line in (run_dir / "episodes.jsonl").read_text().splitlines()]
+    assert steps == sorted(steps) and len(steps) == result["train_episodes"]
+    assert "rl_model_256_steps.zip" in {Path(c).name for c in result["checkpoints"]}
