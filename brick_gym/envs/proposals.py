@@ -254,15 +254,17 @@ class TargetRanking:
         index[slots] = np.arange(len(targets))
         stale = self._stale(pool, np.flatnonzero(index >= 0), now)
         if len(stale):
-            pool.sums[stale] = counts = self._count(pool.rows[stale])
-            pool.verdicts[stale] = self._verdicts(pool.rows[stale], counts)
+            rows = pool.rows.take(stale, axis=0)
+            pool.sums[stale] = counts = self._count(rows)
+            pool.verdicts[stale] = self._verdicts(rows, counts)
         if at_start:
             for n in missing:
                 first, last = pool.spans[slots[n]]
                 self._start_sums[targets[n]] = (pool.source[slots[n]], pool.sums[first:last].copy())
         t_all = index[pool.slot[: pool.size]]
         live = np.flatnonzero(t_all >= 0)
-        return pool.rows[live], pool.sums[live], pool.goals[live], t_all[live], pool.verdicts[live]
+        arrays = (pool.rows, pool.sums, pool.goals, t_all, pool.verdicts)
+        return tuple(a.take(live, axis=0) for a in arrays)  # take: faster than fancy indexing at these sizes
 
     def _stale(self, pool: _Pool, active: np.ndarray, now: int) -> np.ndarray:
         """Pool positions of the ``active`` slots' rows never counted, or counted before a change that touches
