@@ -22,7 +22,7 @@ Untrusted names stay inside ``out_dir``: task ids must be safe ids (:mod:`brick_
 component of letters, digits, ``-`` and ``_``; a task file with any other id is refused, naming the task's index
 and id), so does ``name``, and every folder is joined with :func:`~brick_gym.core.paths.safe_join`. A task folder
 that is a symlink is never read or written through: it is moved aside like an unfinished one. One run at a time
-per agent folder: the runner holds its run lock (:func:`brick_gym.bench.lock.run_lock`) for the whole run, so a
+per agent folder: the runner holds its run lock (:func:`brick_gym.core.lock.run_lock`) for the whole run, so a
 second runner on the same ``out_dir``/agent refuses, naming the first one's pid (or waits ``lock_wait_s``).
 
 Only the runner process writes markers. Workers (``jobs > 1``; spawned, each building its own clients from the
@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from brick_gym.bench.lock import RunLocked, run_lock
 from brick_gym.core.fileio import JSONInputError, atomic_write_json, read_json
+from brick_gym.core.lock import RunLocked, run_lock
 from brick_gym.core.paths import MAX_ID_CHARS, UnsafePath, check_safe_id, safe_join
 
 __all__ = [

@@ -17,7 +17,8 @@ Protocol (every row of the summary is comparable):
   deterministic, so re-running a seed reproduces its evaluation numbers exactly.
 * resumable: a run whose ``result.json`` exists is skipped (written atomically, last); an unfinished SB3 run goes
   on from its last complete checkpoint (records cut back to it, ``resumed_from`` in its result; not bit-identical
-  to an uninterrupted run), other unfinished runs start again from scratch.
+  to an uninterrupted run), other unfinished runs start again from scratch. One writer per output folder: a
+  running experiment holds its run lock (``core.lock``); a second one refuses, naming the holder.
 * ``steps_per_second``: training env steps per wall-clock second, excluding the time spent in curve evaluation
   and logging; for baselines, acting steps per second during evaluation.
 """
@@ -28,6 +29,7 @@ import argparse
 import contextlib
 import copy
 import json
+import math
 import os
 import shutil
 import sys
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from brick_gym.core.fileio import atomic_write_json, atomic_write_jsonl, json_default, read_json
+from brick_gym.core.lock import RunLocked, run_lock
 from brick_gym.rl.callbacks import RewardTermsCallback, curve_callback, progress_callback
 from brick_gym.rl.config import TrainConfig
 from brick_gym.rl.experiment_config import (
@@ -270,7 +273,7 @@ def _resume_point(run_dir: Path) -> _Resume | None:
             state = read_json(state_path)
         except (OSError, ValueError):
             continue
-        if state_path.with_suffix(".zip").is_file() and isinstance(state.get("timesteps"), int):
+        if state_path.with_suffix(".zip").is_file() and _usable_state(state):
             found.append((state["timesteps"], state_path, state))
     if not found:
         return None
@@ -283,6 +286,25 @@ def _resume_point(run_dir: Path) -> _Resume | None:
     curve = [c for c in _json_lines(run_dir / "curve.jsonl") if c.get("timesteps", 0) < timesteps]
     atomic_write_jsonl(run_dir / "curve.jsonl", curve)
     return _Resume(state_path.with_suffix(".zip"), state, curve)
+
+
+def _usable_state(state: Any) -> bool:
+    """Whether a checkpoint's state record has what a resumed run reads (a damaged one is passed over)."""
+
+    def count(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    def seconds(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+    return (
+        isinstance(state, dict)
+        and count(state.get("timesteps"))
+        and count(state.get("episodes"))
+        and all(seconds(state.get(k)) for k in ("train_seconds", "overhead_seconds", "wall_seconds"))
+        and isinstance(state.get("resumed_from"), list)
+        and all(count(v) for v in state["resumed_from"])
+    )
 
 
 def _steps_of(path: Path) -> int:
@@ -549,75 +571,77 @@ def run_experiment(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    console = Console(stderr=True)
-    say = log or (lambda msg: console.print(msg, highlight=False))
-    ctx = _Context(config, out_path, mode, git_commit(), package_versions(), say)
-    atomic_write_json(out_path / "config.json", {**config_dict(config), "wandb_mode": mode})
-    say(
-        f"[bold]{config.name}[/bold] ({config.size}): {len(config.variants)} variants × seeds {config.seeds} "
-        f"× backends {config.backends}, "
-        f"wandb {mode} → {out_path}"
-    )
-    jobs: list[tuple[str, Any]] = []
-    for seed in config.seeds:
-        for b, enc in baseline_runs(config):
-            jobs.append(("baseline", (b, enc, seed)))
-        for v in config.variants:
-            for backend in config.backends:
-                jobs.append(("ppo", (v, seed, backend)))
-    results: list[dict[str, Any]] = []
-    skipped_variants: dict[str, str] = {}
-    ran, reused = 0, 0
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    bar = Progress(*columns, console=console, disable=not progress, transient=False)
-    with bar:
-        ctx.progress = bar
-        overall = bar.add_task("runs", total=len(jobs))
-        for kind, job in jobs:
-            if summary_only:
-                if kind == "baseline":
-                    name, seed = f"{job[0]}-{job[1]}", job[2]
-                else:
-                    name, seed = row_name(job[0], job[2]), job[1]
-                finished = _finished(out_path, name, seed)
-                if finished is not None:
-                    results.append(finished)
+    # one writer per folder; a summary of what finished may be made beside a running experiment
+    with run_lock(out_path) if not summary_only else contextlib.nullcontext():
+        console = Console(stderr=True)
+        say = log or (lambda msg: console.print(msg, highlight=False))
+        ctx = _Context(config, out_path, mode, git_commit(), package_versions(), say)
+        atomic_write_json(out_path / "config.json", {**config_dict(config), "wandb_mode": mode})
+        say(
+            f"[bold]{config.name}[/bold] ({config.size}): {len(config.variants)} variants × seeds {config.seeds} "
+            f"× backends {config.backends}, "
+            f"wandb {mode} → {out_path}"
+        )
+        jobs: list[tuple[str, Any]] = []
+        for seed in config.seeds:
+            for b, enc in baseline_runs(config):
+                jobs.append(("baseline", (b, enc, seed)))
+            for v in config.variants:
+                for backend in config.backends:
+                    jobs.append(("ppo", (v, seed, backend)))
+        results: list[dict[str, Any]] = []
+        skipped_variants: dict[str, str] = {}
+        ran, reused = 0, 0
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        bar = Progress(*columns, console=console, disable=not progress, transient=False)
+        with bar:
+            ctx.progress = bar
+            overall = bar.add_task("runs", total=len(jobs))
+            for kind, job in jobs:
+                if summary_only:
+                    if kind == "baseline":
+                        name, seed = f"{job[0]}-{job[1]}", job[2]
+                    else:
+                        name, seed = row_name(job[0], job[2]), job[1]
+                    finished = _finished(out_path, name, seed)
+                    if finished is not None:
+                        results.append(finished)
+                        reused += 1
+                    bar.advance(overall)
+                    continue
+                try:
+                    if kind == "baseline":
+                        b, enc, seed = job
+                        label = f"{b}-{enc}-{seed}"
+                        result = run_baseline(ctx, b, enc, seed)
+                    else:
+                        v, seed, backend = job
+                        label = f"{row_name(v, backend)}-{seed}"
+                        if v.name in skipped_variants:
+                            bar.advance(overall)
+                            continue
+                        result = train_variant(ctx, v, seed, backend)
+                except VariantSkipped as e:
+                    skipped_variants[job[0].name] = str(e)
+                    say(f"[yellow]skipped {job[0].name}[/yellow]: {e}")
+                    bar.advance(overall)
+                    continue
+                results.append(result)
+                if result.get("skipped"):
                     reused += 1
-                bar.advance(overall)
-                continue
-            try:
-                if kind == "baseline":
-                    b, enc, seed = job
-                    label = f"{b}-{enc}-{seed}"
-                    result = run_baseline(ctx, b, enc, seed)
+                    say(f"{label}: finished earlier (result.json), skipped")
                 else:
-                    v, seed, backend = job
-                    label = f"{row_name(v, backend)}-{seed}"
-                    if v.name in skipped_variants:
-                        bar.advance(overall)
-                        continue
-                    result = train_variant(ctx, v, seed, backend)
-            except VariantSkipped as e:
-                skipped_variants[job[0].name] = str(e)
-                say(f"[yellow]skipped {job[0].name}[/yellow]: {e}")
+                    ran += 1
+                    m = result["metrics"]
+                    say(
+                        f"{label}: fidelity {m['fidelity']:.3f}, valid {m['valid_rate']:.2f}, "
+                        f"pieces {m['pieces']:.1f}, {m['steps_per_second']:.0f} steps/s"
+                    )
                 bar.advance(overall)
-                continue
-            results.append(result)
-            if result.get("skipped"):
-                reused += 1
-                say(f"{label}: finished earlier (result.json), skipped")
-            else:
-                ran += 1
-                m = result["metrics"]
-                say(
-                    f"{label}: fidelity {m['fidelity']:.3f}, valid {m['valid_rate']:.2f}, "
-                    f"pieces {m['pieces']:.1f}, {m['steps_per_second']:.0f} steps/s"
-                )
-            bar.advance(overall)
-    summary = summarise_experiment(config, results, skipped_variants, out_path, held_out=held_out_tasks(config))
-    summary["ran"], summary["skipped"] = ran, reused
-    say(f"summary → {out_path / 'summary.md'} ({ran} ran, {reused} skipped)")
-    return summary
+        summary = summarise_experiment(config, results, skipped_variants, out_path, held_out=held_out_tasks(config))
+        summary["ran"], summary["skipped"] = ran, reused
+        say(f"summary → {out_path / 'summary.md'} ({ran} ran, {reused} skipped)")
+        return summary
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -677,7 +701,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress=not args.no_progress,
             summary_only=args.summary_only,
         )
-    except ValueError as e:
+    except (ValueError, RunLocked) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

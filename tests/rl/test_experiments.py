@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("sb3_contrib")
 pytest.importorskip("wandb")
@@ -357,3 +359,70 @@ def test_an_interrupted_run_resumes_from_its_last_checkpoint(
     steps = [json.loads(line)["timesteps"] for line in (run_dir / "episodes.jsonl").read_text().splitlines()]
     assert steps == sorted(steps) and len(steps) == result["train_episodes"]
     assert "rl_model_256_steps.zip" in {Path(c).name for c in result["checkpoints"]}
+
+
+def test_a_second_experiment_on_a_running_folder_refuses(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """One writer per output folder: while a run holds the lock, another refuses (naming the holder) and the CLI
+    answers with exit status 2; a summary of what finished may still be made."""
+    from brick_gym.core.lock import RunLocked, run_lock
+
+    config = load_config(ABLATION, "smoke")
+    with run_lock(tmp_path):
+        with pytest.raises(RunLocked, match=f"pid {os.getpid()}"):
+            run_experiment(config, tmp_path, progress=False, log=lambda _m: None)
+        assert main([str(ABLATION), "--size", "smoke", "--out", str(tmp_path), "--no-progress"]) == 2
+        assert "in use by another run" in capsys.readouterr().err
+        summary = run_experiment(config, tmp_path, progress=False, log=lambda _m: None, summary_only=True)
+        assert summary["ran"] == 0
+
+
+def _state(steps: int) -> dict:
+    return {"timesteps": steps, "train_seconds": 1.5, "overhead_seconds": 0.5, "wall_seconds": 2.0, "episodes": 3,
+            "resumed_from": []}  # fmt: skip
+
+
+def test_the_resume_point_is_the_latest_checkpoint_with_a_usable_state(tmp_path: Path) -> None:
+    """A checkpoint without its state, or with a damaged one, is passed over; the logs are cut back to the one
+    chosen (a line the interruption cut is dropped) and later checkpoints go."""
+    from brick_gym.rl.experiment import _resume_point
+
+    folder = tmp_path / "train" / "checkpoints"
+    folder.mkdir(parents=True)
+    for steps, state in ((64, _state(64)), (128, _state(128)), (192, {**_state(192), "wall_seconds": "soon"})):
+        (folder / f"rl_model_{steps}_steps.zip").write_bytes(b"zip")
+        (folder / f"rl_model_{steps}_steps.json").write_text(json.dumps(state))
+    (folder / "rl_model_256_steps.zip").write_bytes(b"cut short")  # no state: its save did not finish
+    episodes = [{"timesteps": t} for t in (30, 100, 128, 150)]
+    (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes) + '{"timest')
+    curve = [{"timesteps": t} for t in (0, 64, 128, 192)]
+    (tmp_path / "curve.jsonl").write_text("".join(json.dumps(c) + "\n" for c in curve))
+    resume = _resume_point(tmp_path)
+    assert resume is not None and resume.timesteps == 128 and resume.checkpoint.name == "rl_model_128_steps.zip"
+    assert [json.loads(x)["timesteps"] for x in (tmp_path / "episodes.jsonl").read_text().splitlines()] == [
+        30,
+        100,
+        128,
+    ]
+    assert [c["timesteps"] for c in resume.curve] == [0, 64]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "rl_model_128_steps.json", "rl_model_128_steps.zip", "rl_model_64_steps.json", "rl_model_64_steps.zip"
+    ]  # fmt: skip
+    assert _resume_point(tmp_path / "elsewhere") is None
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=16), inner, max_size=8),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON)
+def test_any_json_as_a_checkpoint_state_is_judged_without_failing(value) -> None:
+    from brick_gym.rl.experiment import _usable_state
+
+    assert _usable_state(value) in (True, False)
+    assert _usable_state(_state(5)) and not _usable_state({**_state(5), "timesteps": True})
+    if isinstance(value, dict):
+        assert _usable_state({**_state(5), **value}) in (True, False)
