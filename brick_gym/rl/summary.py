@@ -97,9 +97,11 @@ def summarise_experiment(
             },
         )
         row["seeds"].append(r["seed"])
-        same = {"same_as_seed": r["same_as_seed"]} if "same_as_seed" in r else {}
-        row["per_seed"].append({"seed": r["seed"], **r["metrics"], "curve": r.get("curve", []), **same})
+        extra = {k: r[k] for k in ("same_as_seed", "timesteps", "train_seconds", "resumed_from") if k in r}
+        row["per_seed"].append({"seed": r["seed"], **r["metrics"], "curve": r.get("curve", []), **extra})
     for row in rows.values():
+        if row["kind"] == "ppo":  # how long each learned row trained, seed by seed
+            row["timesteps"] = [s.get("timesteps") for s in row["per_seed"]]
         for key, _ in (*METRICS, ("fidelity_colour", ""), ("return", "")):
             mean, std = _mean_std([s.get(key) for s in row["per_seed"]])
             row[key] = {"mean": mean, "std": std, "values": [s.get(key) for s in row["per_seed"]]}
@@ -173,13 +175,14 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         "",
         "## Every seed",
         "",
-        "| variant | seed | " + " | ".join(label for _, label in METRICS) + " | colour fidelity | return |",
-        "|---|---|" + "---|" * (len(METRICS) + 2),
+        "| variant | seed | " + " | ".join(label for _, label in METRICS) + " | colour fidelity | return | timesteps |",
+        "|---|---|" + "---|" * (len(METRICS) + 3),
     ]
     for row in summary["rows"]:
         for s in row["per_seed"]:
             cells = [f"{s[k]:.4g}" if s.get(k) is not None else "–" for k, _ in METRICS]
             extra = [f"{s.get('fidelity_colour', float('nan')):.4g}", f"{s.get('return', float('nan')):.4g}"]
+            extra.append(f"{s['timesteps']:,}" if s.get("timesteps") is not None else "–")
             seed = f"{s['seed']} (= seed {s['same_as_seed']})" if "same_as_seed" in s else str(s["seed"])
             lines.append(f"| {row['name']} | {seed} | " + " | ".join(cells + extra) + " |")
     if summary.get("paired"):

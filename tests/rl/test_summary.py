@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ def test_summary_reports_every_seed(tmp_path: Path) -> None:
             "encoding": "candidates",
             "seed": seed,
             "metrics": {"fidelity": f, "valid_rate": 1.0, "pieces": 5.0, "steps_per_second": 50.0, "return": 1.0},
+            "timesteps": 250_880 + seed,
         }
         for seed, f in ((0, 0.1), (1, 0.2), (2, 0.3))
     ]
@@ -32,8 +34,10 @@ def test_summary_reports_every_seed(tmp_path: Path) -> None:
     row = summary["rows"][0]
     assert row["fidelity"]["mean"] == pytest.approx(0.2) and row["fidelity"]["std"] == pytest.approx(0.1)
     assert row["fidelity"]["values"] == [0.1, 0.2, 0.3]
+    assert row["timesteps"] == [250_880, 250_881, 250_882]  # each learned row's training length, seed by seed
+    assert json.loads((tmp_path / "summary.json").read_text())["rows"][0]["timesteps"] == row["timesteps"]
     md = (tmp_path / "summary.md").read_text()
-    assert "0.200 ± 0.100" in md
+    assert "0.200 ± 0.100" in md and "| 250,881 |" in md
     assert sum(line.startswith("| dense_fidelity | ") for line in md.splitlines()) == 1 + 3  # mean row + every seed
     assert (tmp_path / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
