@@ -148,16 +148,22 @@ class Pairs:
     res: np.ndarray
 
 
-def _rows(piece: int, arr: PartArrays, points: np.ndarray, axes: np.ndarray) -> np.ndarray:
-    """(n, 9) rows of (piece, connector, x, y, z, ax, ay, az, type code)."""
-    n = len(arr.codes)
-    rows = np.empty((n, 9))
-    rows[:, 0] = piece
-    rows[:, 1] = np.arange(n)
+def _layout(
+    pieces: int | np.ndarray, connectors: np.ndarray, points: np.ndarray, axes: np.ndarray, codes: np.ndarray
+) -> np.ndarray:
+    """(n, 9) rows of (piece, connector, x, y, z, ax, ay, az, type code): the one column layout of connector rows."""
+    rows = np.empty((len(codes), 9))
+    rows[:, 0] = pieces
+    rows[:, 1] = connectors
     rows[:, 2:5] = points
     rows[:, 5:8] = axes
-    rows[:, 8] = arr.codes
+    rows[:, 8] = codes
     return rows
+
+
+def _rows(piece: int, arr: PartArrays, points: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    """One placed piece's connector rows (see :func:`_layout`)."""
+    return _layout(piece, np.arange(len(arr.codes)), points, axes, arr.codes)
 
 
 _EMPTY = Pairs(
@@ -522,12 +528,14 @@ def _all_rows(pieces: dict) -> tuple[np.ndarray, np.ndarray]:
     placed = [pieces[pid] for pid in ids]
     arrays = [part_arrays(x.part) for x in placed]
     counts = [len(arr.codes) for arr in arrays]
-    table = np.empty((sum(counts), 9))
-    table[:, 0] = np.repeat(ids, counts)
-    table[:, 1] = np.arange(len(table)) - np.repeat(np.cumsum(counts) - counts, counts)
-    table[:, 2:5] = np.concatenate([x.points for x in placed])
-    table[:, 5:8] = np.concatenate([x.axes for x in placed])
-    table[:, 8] = np.concatenate([arr.codes for arr in arrays])
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    table = _layout(
+        np.repeat(ids, counts),
+        np.arange(len(starts)) - starts,
+        np.concatenate([x.points for x in placed]),
+        np.concatenate([x.axes for x in placed]),
+        np.concatenate([arr.codes for arr in arrays]),
+    )
     return table, np.concatenate([arr.axle for arr in arrays])
 
 

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from brick_gym.core.fileio import atomic_write_json, atomic_write_jsonl, json_default, read_json
+from brick_gym.core.fileio import atomic_write_json, atomic_write_jsonl, iter_jsonl, json_default, read_json
 from brick_gym.core.lock import RunLocked, run_lock
 from brick_gym.rl.callbacks import RewardTermsCallback, curve_callback, progress_callback
 from brick_gym.rl.config import TrainConfig
@@ -314,17 +314,18 @@ def _steps_of(path: Path) -> int:
 
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a run's log, up to the first line that is not one (a write the interruption cut)."""
-    out = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                item = json.loads(line)
-            except ValueError:
-                break
+    """The JSON objects of a run's log (bounded reads), up to the first line that is not one: a write the
+    interruption cut, after which nothing is trusted."""
+    out: list[dict[str, Any]] = []
+    if not path.exists():
+        return out
+    try:
+        for _, item in iter_jsonl(path):
             if not isinstance(item, dict):
                 break
             out.append(item)
+    except ValueError:
+        pass  # the torn line and anything after it: the lines before it stand
     return out
 
 
