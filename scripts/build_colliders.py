@@ -215,7 +215,7 @@ def build(parts: dict[str, list[str]], work: Path) -> None:
 
     lock = _lock(work)
     signal.signal(signal.SIGTERM, _stop)
-    seed_from_archive(work, parts)
+    seed_from_archive(work)
     todo = [s for s in parts if _needs_build(work, s)]
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as bar:
         task = bar.add_task("decomposing", total=len(parts), completed=len(parts) - len(todo))
@@ -277,9 +277,11 @@ def _rule_of(info: dict) -> float:
     return info.get("rule", info["threshold"])
 
 
-def seed_from_archive(work: Path, parts: dict[str, list[str]], archive: Path = ARCHIVE) -> list[str]:
-    """Copy into ``work`` every asked-for part the shipped archive holds at today's threshold and ``work`` lacks, so
-    a build on a fresh clone resumes from the package data instead of redoing what already ships."""
+def seed_from_archive(work: Path, archive: Path = ARCHIVE) -> list[str]:
+    """Copy into ``work`` every part the shipped archive holds at today's threshold and ``work`` lacks, and the
+    records of parts it leaves out after a seated-probe check, so that a build on a fresh clone resumes from the
+    package data instead of redoing what already ships, and the archive packed at its end still holds every part
+    and reason (a build of a few ``--parts`` must not drop the rest): the parts whose pieces were copied."""
     if not archive.is_file():
         return []
     seeded = []
@@ -287,11 +289,19 @@ def seed_from_archive(work: Path, parts: dict[str, list[str]], archive: Path = A
         shipped = json.loads(zf.read("manifest.json"))["parts"]
         for stem, info in shipped.items():
             member = colliders.member_name(stem)
-            if stem not in parts or _rule_of(info) != threshold_for(stem) or (work / f"{member}.json").is_file():
+            if _rule_of(info) != threshold_for(stem) or (work / f"{member}.json").is_file():
                 continue
             (work / member).write_bytes(zf.read(member))
             atomic_write_json(work / f"{member}.json", info)
             seeded.append(stem)
+        for stem, reason in json.loads(zf.read("manifest.json"))["left_out"].items():
+            meta = work / f"{colliders.member_name(stem)}.json"
+            if meta.is_file() or not str(reason).startswith("validate:"):
+                continue  # any other reason (a stale threshold, a failed run) is rebuilt as a missing part is
+            record = {"left_out": reason, "threshold": threshold_for(stem)}
+            if " at threshold " in reason:  # refined to the limit already: kept out, as its work record did
+                record["tries"] = []
+            atomic_write_json(meta, record)  # marked by ``validate`` only: rebuilt with refinement when asked
     return seeded
 
 

@@ -33,8 +33,11 @@ Choices here:
   another component), loaded by Bullet from an OBJ file in a temporary folder; its one link is the hull of all
   its geometry, which alone meets the ground. One compound per component matters: with one compound per part
   (as links), the many overlapping child contacts of two parts pressed 0.4 LDU together threw them apart.
-- Mass moments come from bricklayer's closed mesh (0.25 LDU inset; its hull if the mesh encloses no usable volume)
-  rather than from BrickNet's pieces.
+- Mass moments come from the part's collider, as BrickAgent takes them from BrickNet's: with decomposed colliders,
+  the sum of the shipped convex pieces' solids (overlaps counted twice, as there); with hulls, or for a part
+  without a decomposition, bricklayer's closed mesh (0.25 LDU inset; its hull if the mesh encloses no usable
+  volume). The source decides tall thin walls: the 1,984-piece running-bond wall rocks past the limit with the
+  mesh's moments, in brick_gym's set-up and in BrickAgent's alike, and stands (0.13 LDU) with the pieces' in both.
 - Sample points are the vertices of the component's convex hull: a rigid motion's displacement is convex in the
   point, so its maximum over all geometry is reached there (exact, and the fewest points).
 - The run stops early once every component has failed (exact: peaks only grow) or, with ``early_exit``, once
@@ -43,8 +46,7 @@ Choices here:
   sets BrickBench's 0.005 and leaves it so; other PyBullet code in the process that needs another value sets it.
 
 Measured (2-core machine): one brick ~12 ms, ten-brick tower ~20 ms, a 2,000-brick running-bond wall (one
-component, 50 × 40 courses) ~55–70 ms; 400 separate five-brick towers ~1.2 s (BrickBench: ~70 s). Like
-BrickBench's, the absolute 3 LDU limit flags tall thin walls: that wall rocks to 2.4 LDU; 25 × 80 courses fails.
+component, 50 × 40 courses) ~55–70 ms; 400 separate five-brick towers ~1.2 s (BrickBench: ~70 s).
 """
 
 from __future__ import annotations
@@ -621,7 +623,7 @@ def drop_test(
     blocks = []
     lo, hi = np.empty((n, 3)), np.empty((n, 3))
     volume, first, second = np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3))
-    for body, index, world in _part_points(stems, rot, pos):
+    for body, index, world in _part_points(stems, rot, pos, colliders):
         lo[index], hi[index] = world.min(axis=1), world.max(axis=1)
         volume[index], first[index], second[index] = body.volume, body.first, body.second
         blocks.append((index, world))
@@ -713,15 +715,35 @@ def _compass(v: np.ndarray) -> str:
     return " and ".join(p for p in parts if p) or "sideways"
 
 
+@cache
+def _simulated_body(stem: str, colliders: str) -> _PartBody:
+    """The body the drop test gives one part type. With ``"decomposed"`` colliders and a shipped decomposition,
+    its mass moments and points are the convex pieces' (each piece's solid, summed; the hull of their vertices),
+    as BrickAgent takes them from BrickNet's colliders; otherwise the mesh's (:func:`_part_body`). Cached."""
+    body = _part_body(stem)
+    found = decomposition(stem) if colliders == "decomposed" else None
+    solids = []
+    for vertices in found.pieces if found is not None else ():
+        with contextlib.suppress(QhullError, ValueError):  # a flat sliver has no volume
+            solids.append(_moments(vertices[ConvexHull(vertices).simplices], vertices.mean(axis=0), absolute=True))
+    if not solids:
+        return body
+    volume = sum(v for v, _, _ in solids)
+    first = np.sum([f for _, f, _ in solids], axis=0)
+    second = np.sum([s for _, _, s in solids], axis=0)
+    return _PartBody(volume, first, second, body.points, body.collider)
+
+
 def _part_points(
-    stems: Sequence[str], rot: np.ndarray, pos: np.ndarray
+    stems: Sequence[str], rot: np.ndarray, pos: np.ndarray, colliders: str = "hull"
 ) -> Iterator[tuple[_PartBody, np.ndarray, np.ndarray]]:
-    """Per part type (first-seen order): its body, the indices of its parts, and their hull points placed by
-    ``rot`` and ``pos`` ((parts, points, 3)); one array operation per type, not per part."""
+    """Per part type (first-seen order): its body (see :func:`_simulated_body`; ``"hull"``: the mesh's), the
+    indices of its parts, and their hull points placed by ``rot`` and ``pos`` ((parts, points, 3)); one array
+    operation per type, not per part."""
     stem_array = np.array(stems)
     for stem in dict.fromkeys(stems):
         index = np.flatnonzero(stem_array == stem)
-        body = _part_body(stem)
+        body = _simulated_body(stem, colliders)
         yield body, index, np.einsum("kj,nij->nki", body.points, rot[index]) + pos[index, None]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from brick_gym.core.colliders import decomposed_parts
 from brick_gym.core.corpus import cases, near_miss, pose_overlap
-from brick_gym.core.examples import readme_wall
+from brick_gym.core.examples import readme_wall, running_bond_wall
 from brick_gym.core.validity import check
 
 pytest.importorskip("brickagent")
@@ -45,6 +45,13 @@ def test_an_authored_inexact_connection_is_invalid_for_both(brickagent) -> None:
 
 def test_readme_wall_is_valid_for_both(brickagent) -> None:
     assert brickagent(readme_wall()).valid and check(readme_wall()).valid
+
+
+def test_a_set_scale_wall_of_1984_pieces_is_valid_for_both(brickagent) -> None:
+    # 1,176 LDU tall on a 40 LDU footprint: it stands only with the colliders' mass moments (see test_stability).
+    wall = running_bond_wall(40, 49)
+    assert len(wall) == 1984
+    assert brickagent(wall, stability=True).valid and check(wall).valid
 
 
 @pytest.mark.parametrize(("overlap", "collides"), [(0.4, False), (0.9, False), (1.1, True), (2.0, True)])

@@ -233,19 +233,31 @@ def test_pack_ships_parts_at_todays_threshold_and_leaves_out_stale_and_failed_on
     assert script.pack(work, tmp_path / "colliders.zip").read_bytes() == again  # reproducible bytes
 
 
-def test_a_build_resumes_from_the_shipped_archive_without_redoing_its_parts(tmp_path) -> None:
+def test_a_build_resumes_from_the_shipped_archive_and_packs_every_shipped_part_back(tmp_path) -> None:
     script = _build_script()
     shipped = json.loads(__import__("zipfile").ZipFile(script.ARCHIVE).read("manifest.json"))["parts"]
-    current = [s for s, info in shipped.items() if info["threshold"] == script.threshold_for(s)]
+    current = [s for s, info in shipped.items() if script._rule_of(info) == script.threshold_for(s)]
     work = tmp_path / "work"
     work.mkdir()
-    asked = {stem: ["asked for"] for stem in [*current[:2], "3005-not-shipped"]}
     (work / f"{colliders.member_name(current[1])}.json").write_text(json.dumps({"threshold": 0.5}))  # kept as it is
-    assert script.seed_from_archive(work, asked) == [current[0]]
+    seeded = script.seed_from_archive(work)
+    assert current[0] in seeded and current[1] not in seeded and len(seeded) == len(current) - 1
     assert colliders.decode((work / colliders.member_name(current[0])).read_bytes())
     assert not script._needs_build(work, current[0])
     assert script._needs_build(work, current[1])  # built under another rule
-    assert script.seed_from_archive(work, asked) == []  # nothing twice
+    assert script.seed_from_archive(work) == []  # nothing twice
+    # A build of one part on a fresh clone packs the others back: the archive never shrinks to what was built.
+    (work / f"{colliders.member_name(current[1])}.json").unlink()
+    script.seed_from_archive(work)
+    packed = json.loads(__import__("zipfile").ZipFile(script.pack(work, tmp_path / "out.zip")).read("manifest.json"))
+    assert sorted(packed["parts"]) == sorted(current)
+    kept_out = {s: r for s, r in json.loads(__import__("zipfile").ZipFile(script.ARCHIVE).read("manifest.json"))[
+        "left_out"].items() if r.startswith("validate:")}  # fmt: skip
+    assert {s: packed["left_out"][s] for s in kept_out} == kept_out
+    refined_out = [s for s, r in kept_out.items() if " at threshold " in r]
+    marked = [s for s, r in kept_out.items() if " at threshold " not in r]
+    assert not any(script._needs_build(work, s) for s in refined_out)  # refined to the limit: not redone
+    assert all(script._needs_build(work, s) for s in marked)  # marked by validate: rebuilt with refinement
 
 
 def test_a_part_whose_seated_probes_collide_is_refined_at_half_its_threshold(monkeypatch) -> None:
