@@ -91,7 +91,7 @@ def test_instability_names_what_moves_and_what_it_lacks() -> None:
         stairs.call("attach_part", {"part": "3001", "colour": "blue", "to": f"{k}.stud[6]"})
     assert stairs.call("check").text.split("\n")[1] == (
         "  [unstable] a group of 4 joined pieces [#0 3001 'brick 2x4' red, #1 3001 'brick 2x4' blue, #2 3001 "
-        "'brick 2x4' blue and 1 more] moves 4.6 LDU under gravity (limit 3 LDU): it tips over toward +x: its centre "
+        "'brick 2x4' blue and 1 more] moves 4.7 LDU under gravity (limit 3 LDU): it tips over toward +x: its centre "
         "of mass (x 90, z 0) is 50 LDU outside the footprint it stands on (x -40 to 40, z -20 to 20); #3 3001 "
         "'brick 2x4' blue moves most. Give it support under that side or join it to a wider base"
     )
