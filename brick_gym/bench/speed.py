@@ -81,12 +81,28 @@ def _brickagent_attach_us(courses: int) -> float | None:
     return round(statistics.median(times) * 1e6, 1) if times else None
 
 
+def machine() -> dict[str, Any]:
+    """What the figures were measured on: ratios to BrickAgent's ``attach`` move with the processor, not only the
+    absolute times (its attach took 1,215 µs on one 2-core machine and 282 µs on an AMD EPYC one, ours 234 and
+    74 µs), so a figure means little without it."""
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in handle if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__}
+
+
 def run_speed(*, quick: bool = False) -> dict[str, Any]:
     """Measure every figure; ``quick`` shrinks the largest sizes (for smoke tests, not for reporting)."""
     from brick_gym.core.catalog import catalog
 
     sizes = (50, 400) if quick else (50, 400, 2000)
-    figures: dict[str, Any] = {"quick": quick}
+    figures: dict[str, Any] = {"quick": quick, "machine": machine()}
     figures["import_s"] = round(
         _subprocess_seconds("import time; t=time.perf_counter(); import brick_gym; print(time.perf_counter()-t)"), 3
     )

@@ -10,6 +10,7 @@ from brick_gym.cli import main
 def test_speed_quick_reports_every_figure(capsys) -> None:
     assert main(["speed", "--quick", "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)
+    assert figures["machine"]["cpu"] and figures["machine"]["cores"] >= 1 and figures["machine"]["python"]
     assert set(figures["placement_us"]) == {"50", "400"}
     assert all(v > 0 for v in figures["placement_us"].values())
     assert figures["full_check_s"]["400"] > 0 and figures["full_check_valid"]["400"] is True
