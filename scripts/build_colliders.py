@@ -286,15 +286,15 @@ def seed_from_archive(work: Path, archive: Path = ARCHIVE) -> list[str]:
         return []
     seeded = []
     with zipfile.ZipFile(archive) as zf:
-        shipped = json.loads(zf.read("manifest.json"))["parts"]
-        for stem, info in shipped.items():
+        manifest = json.loads(zf.read("manifest.json"))
+        for stem, info in manifest["parts"].items():
             member = colliders.member_name(stem)
             if _rule_of(info) != threshold_for(stem) or (work / f"{member}.json").is_file():
                 continue
             (work / member).write_bytes(zf.read(member))
             atomic_write_json(work / f"{member}.json", info)
             seeded.append(stem)
-        for stem, reason in json.loads(zf.read("manifest.json"))["left_out"].items():
+        for stem, reason in manifest["left_out"].items():
             meta = work / f"{colliders.member_name(stem)}.json"
             if meta.is_file() or not str(reason).startswith("validate:"):
                 continue  # any other reason (a stale threshold, a failed run) is rebuilt as a missing part is

@@ -718,8 +718,8 @@ def _compass(v: np.ndarray) -> str:
 @cache
 def _simulated_body(stem: str, colliders: str) -> _PartBody:
     """The body the drop test gives one part type. With ``"decomposed"`` colliders and a shipped decomposition,
-    its mass moments and points are the convex pieces' (each piece's solid, summed; the hull of their vertices),
-    as BrickAgent takes them from BrickNet's colliders; otherwise the mesh's (:func:`_part_body`). Cached."""
+    its mass moments are the convex pieces' (each piece's solid, summed), as BrickAgent takes them from BrickNet's
+    colliders; its points (ground, motion) stay the mesh's, as do all of :func:`_part_body` otherwise. Cached."""
     body = _part_body(stem)
     found = decomposition(stem) if colliders == "decomposed" else None
     solids = []
