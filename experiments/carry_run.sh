@@ -9,16 +9,20 @@ src=$(cd "${1:?usage: carry_run.sh OUT_FOLDER}" && pwd)
 mkdir -p "${2:-experiments/in-progress}"
 dst=$(cd "${2:-experiments/in-progress}" && pwd)/$(basename "$src")
 [ "$src" != "$(cd "$dst" 2>/dev/null && pwd)" ] || { echo "carry_run: $src is already the carried folder"; exit 0; }
-mkdir -p "$dst"
-rm -rf "$dst" && mkdir -p "$dst"
-(cd "$src" && tar cf - --exclude=./wandb --exclude=.run.lock --exclude='*/checkpoints' .) | (cd "$dst" && tar xf -)
+# Built beside the carried copy and swapped in at the end: a failure leaves the last carried copy as it was. The
+# run may be writing while this copies (its logs are append-only; a torn last line is cut off on resume).
+tmp="$dst.new"
+rm -rf "$tmp" && mkdir -p "$tmp"
+cp -a "$src/." "$tmp/"
+rm -rf "$tmp/wandb" "$tmp/.run.lock"
+find "$tmp" -type d -name checkpoints -prune -exec rm -rf {} +
 for ck in "$src"/runs/*/seed-*/train/checkpoints; do
   [ -d "$ck" ] || continue
-  rel=${ck#$src/}
+  rel=${ck#"$src"/}
   last=$(ls "$ck" | grep -E '^rl_model_[0-9]+_steps\.json$' | sed -E 's/rl_model_([0-9]+)_steps.json/\1/' | sort -n | tail -1)
-  [ -n "$last" ] || continue
-  mkdir -p "$dst/$rel"
-  rm -f "$dst/$rel"/*
-  cp "$ck/rl_model_${last}_steps.json" "$ck/rl_model_${last}_steps.zip" "$dst/$rel/"
+  [ -n "$last" ] && [ -f "$ck/rl_model_${last}_steps.zip" ] || continue
+  mkdir -p "$tmp/$rel"
+  cp "$ck/rl_model_${last}_steps.json" "$ck/rl_model_${last}_steps.zip" "$tmp/$rel/"
 done
+rm -rf "$dst" && mv "$tmp" "$dst"
 du -sh "$dst"
