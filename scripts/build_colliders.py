@@ -25,10 +25,14 @@ the hole of a Technic brick narrows and a seated pin reads as a collision (2780 
 BrickBench's 1 LDU); with 3700 at 0.01 it reads 0.78-0.84 LDU, the same whether the pin itself is decomposed at
 0.02 or 0.01, so pins take the coarse threshold (``validate`` checks every seated pin). Each convex piece is then
 grown by 0.23 LDU (bricklayer's 0.25 LDU inset less BrickBench's 0.02): it sits 0.02 LDU inside the true surface.
-Each decomposition is vetted as it is made: a probe of :data:`PROBES` is seated on every connector it mates, and
-while one reads as a collision (over 1 LDU) the threshold is halved, at most :data:`REFINEMENTS` times (a Technic
-brick's pin hole at 0.02 read 2.29 LDU, a round brick's hole took a 2×4 brick's stud 10.9 LDU deep); a part that
-never passes is left out, saying why. The record keeps the rule's threshold apart from the one used.
+Each decomposition is vetted as it is made: a probe of :data:`PROBES` is seated on every connector it mates. Where
+one reads as a collision (over 1 LDU) but no deeper than :data:`CARVE_UP_TO_LDU`, the probe's shipped pieces are cut
+out of the part's (``brick_gym.core.convex.carve``): CoACD's pieces chamfer the inner corner of a blind hole or a
+short tube where a seated stud's rim sits (a 2×4×6 door frame's tubes read 1.21 LDU at its threshold, at half and at
+a quarter of it, and at 5× CoACD's sampling resolution alike), which no threshold mends. While one still collides,
+the threshold is halved, at most :data:`REFINEMENTS` times (a Technic brick's pin hole at 0.02 read 2.29 LDU, a round
+brick's hole took a 2×4 brick's stud 10.9 LDU deep); a part that never passes is left out, saying why. The record
+keeps the rule's threshold apart from the one used, and how many seats were carved.
 
 Decompositions take 5-200 s per part on one core: run ``build`` in the background, one process, ``nice -n 19``.
 It is resumable (finished parts are kept in the work folder, ``--work``, default ``.colliders-work/``), refuses to
@@ -48,6 +52,8 @@ import time
 import zipfile
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +79,8 @@ PREPROCESS = "off"
 TIME_LIMIT_S = 1800
 REFINEMENTS = 2
 """How many times ``build`` halves a part's threshold when a seated probe reads as a collision on its pieces."""
+CARVE_ROUNDS = 3
+"""How many times ``build`` cuts the still-colliding seated probes out of one decomposition before refining it."""
 TOP_USED = 100
 NAMED = ("2780", "3700", "32523", "3062b", "11938", "32474", "3641", "37191", "41879a", "62691", "92013", "3626bp01")
 """Parts the test suite and the validity corpora name that the builds above may not use."""
@@ -233,10 +241,11 @@ def build(parts: dict[str, list[str]], work: Path) -> None:
 
 
 def _refined(stem: str) -> tuple[dict, bytes | None]:
-    """Decompose a part at :func:`threshold_for`'s threshold, then at half of it while a seated probe reads as a
-    collision on its pieces (at most :data:`REFINEMENTS` times): its work record and its encoded pieces (None when
-    it is left out, the record saying why). The record keeps the rule's threshold (``rule``) apart from the one
-    used, so that a changed rule, not a refinement, makes a part stale."""
+    """Decompose a part at :func:`threshold_for`'s threshold; where seated probes overlap it by more than 1 LDU but
+    at most :data:`CARVE_UP_TO_LDU`, cut them out (:func:`carve_seats`, up to :data:`CARVE_ROUNDS` times); while a
+    seat still collides, decompose again at half the threshold (at most :data:`REFINEMENTS` times): its work record
+    and its encoded pieces (None when it is left out, the record saying why). The record keeps the rule's threshold
+    (``rule``) apart from the one used, so that a changed rule, not a refinement, makes a part stale."""
     rule = threshold = threshold_for(stem)
     started = time.perf_counter()
     tries: list[dict] = []
@@ -246,13 +255,26 @@ def _refined(stem: str) -> tuple[dict, bytes | None]:
             record = {"left_out": data}
             break
         pieces = colliders.decode(data)
-        bad = seated_collisions([stem], {stem: pieces})
-        tries.append({"threshold": threshold, "pieces": len(pieces), "seated_collisions": len(bad)})
+        bad = seat_overlaps(stem, pieces)
+        attempt = {"threshold": threshold, "pieces": len(pieces), "seated_collisions": len(bad)}
+        carved: set[tuple[str, str]] = set()
+        for _ in range(CARVE_ROUNDS):
+            if not bad or max(depth for _, depth in bad) > CARVE_UP_TO_LDU:
+                break
+            carved |= {(seat.connector, seat.probe) for seat, _ in bad}
+            pieces = colliders.decode(colliders.encode(carve_seats(stem, pieces, [seat for seat, _ in bad])))
+            bad = seat_overlaps(stem, pieces)
+        if carved:
+            data = colliders.encode(pieces)
+            attempt.update(carved_seats=len(carved), carved_pieces=len(pieces), after_carving=len(bad))
+        tries.append(attempt)
         record = {"pieces": len(pieces), "vertices": int(sum(len(v) for v in pieces))}
         if not bad:
             break
         if len(tries) > REFINEMENTS:
-            record = {"left_out": f"validate: {bad[0]} (over BrickBench's 1 LDU) at threshold {threshold}"}
+            seat, depth = bad[0]
+            line = f"{stem} {seat.connector} with {seat.probe} {seat.mate}: overlap {depth:.3f} LDU"
+            record = {"left_out": f"validate: {line} (over BrickBench's 1 LDU) at threshold {threshold}, {CARVED}"}
             data = None
             break
         threshold = round(threshold / 2, 5)
@@ -262,14 +284,15 @@ def _refined(stem: str) -> tuple[dict, bytes | None]:
 
 def _needs_build(work: Path, stem: str) -> bool:
     """Whether a part is missing from ``work``, was built under another threshold rule, or was left out by a
-    seated-probe check made after its build (``validate`` before builds refined their own parts)."""
+    seated-probe check that did not yet carve (``validate`` marks, and builds before carving was the rule)."""
     meta = work / f"{colliders.member_name(stem)}.json"
     if not meta.is_file():
         return True
     info = json.loads(meta.read_text(encoding="utf-8"))
-    return _rule_of(info) != threshold_for(stem) or (
-        "left_out" in info and "tries" not in info and str(info["left_out"]).startswith("validate:")
-    )
+    if _rule_of(info) != threshold_for(stem):
+        return True
+    left_out = str(info.get("left_out", ""))
+    return left_out.startswith("validate:") and not (CARVED in left_out and "tries" in info)
 
 
 def _rule_of(info: dict) -> float:
@@ -299,7 +322,7 @@ def seed_from_archive(work: Path, archive: Path = ARCHIVE) -> list[str]:
             if meta.is_file() or not str(reason).startswith("validate:"):
                 continue  # any other reason (a stale threshold, a failed run) is rebuilt as a missing part is
             record = {"left_out": reason, "threshold": threshold_for(stem)}
-            if " at threshold " in reason:  # refined to the limit already: kept out, as its work record did
+            if CARVED in reason:  # refined to the limit and carved already: kept out, as its work record did
                 record["tries"] = []
             atomic_write_json(meta, record)  # marked by ``validate`` only: rebuilt with refinement when asked
     return seeded
@@ -335,37 +358,103 @@ def pack(work: Path, archive: Path = ARCHIVE) -> Path:
 PROBES = ("3001", "3005", "3024", "2780", "3062b", "3700")
 """Partners seated on every connector of every part by ``validate``: each probe with a mating connector (a 2×4 brick
 tests a plate's stud gaps, a 1×1 brick its single studs and holes, a pin its pin holes)."""
+CARVE_UP_TO_LDU = 2.0
+"""Deepest seated overlap that :func:`carve_seats` mends: CoACD's own allowance at the rule's thresholds (0.02 of a 2×4
+brick's 92.9 LDU diagonal, 1.86 LDU) and a little; deeper is a wrong decomposition, refined instead."""
+CARVED = f"after carving seats up to {CARVE_UP_TO_LDU} LDU"
+"""How a left-out part's reason says it was left out under today's carving rule (older ones are built again)."""
+CARVE_DEEPER_THAN_LDU = 0.25
+"""Pairs of pieces overlapping by at most this much are not cut (a quarter of BrickBench's 1 LDU)."""
+CARVE_MIN_RADIUS_LDU = 0.15
+"""Cut parts thinner than twice this are dropped: Bullet reads a sliver's overlap far deeper than it is."""
 
 
-def seated_collisions(stems: list[str], pieces: dict[str, tuple[np.ndarray, ...]] | None = None) -> list[str]:
-    """Every (part, connector) whose seated probe part overlaps it by more than BrickBench's 1 LDU, as lines, on
-    the shipped decompositions or on ``pieces`` for the parts it names. A probe whose seat collides on the true
-    meshes too (a 2×4 brick with one stud in a tube) is no seated pair."""
+@dataclass(frozen=True)
+class Seat:
+    """A probe part seated on one connector of a host part: the probe's pose in the host's frame."""
+
+    connector: str
+    probe: str
+    mate: str
+    pose: np.ndarray
+
+
+@cache
+def seats(stem: str) -> tuple[Seat, ...]:
+    """Every probe of :data:`PROBES` that has a shipped decomposition (or is ``stem`` itself), seated on every
+    connector of ``stem`` it mates by its first mating connector, where the seat itself is sound on the true meshes
+    (a 2×4 brick with one stud in a tube collides there too, so it is no seated pair)."""
     from brick_gym.core import connectors as cx
     from brick_gym.core.assembly import Assembly
-    from brick_gym.core.meshes import OVERLAP_ALLOWANCE_LDU
     from brick_gym.core.validity import check
 
     cat = catalog()
-    known = colliders.decomposed_parts() | set(pieces or ())
-    probes = [cat.resolve(s) for s in PROBES if cat.resolve(s).stem in known]
-    bad = []
-    for stem in stems:
-        host = cat.resolve(stem)
-        for conn in host.connectors:
-            for probe in probes:
-                mate = next((d for d in probe.connectors if cx.mates(conn, d)), None)
-                if mate is None:
-                    continue
-                asm = Assembly(strict=False)
-                asm.add(host, "red")
-                out = asm.attach(probe, "red", to=f"0.{conn.label}", by=(mate.group, mate.group_index))
-                if not out.ok or any(i.kind == "collision" for i in check(asm, stability=False).issues):
-                    continue
-                depth = colliders.penetration(stem, asm[0].pose, probe.stem, asm[1].pose, pieces)
-                if depth > OVERLAP_ALLOWANCE_LDU:
-                    bad.append(f"{stem} {conn.label} with {probe.stem} {mate.label}: overlap {depth:.3f} LDU")
-    return bad
+    host = cat.resolve(stem)
+    probes = [cat.resolve(s) for s in PROBES if cat.resolve(s).stem in colliders.decomposed_parts() | {host.stem}]
+    found = []
+    for conn in host.connectors:
+        for probe in probes:
+            mate = next((d for d in probe.connectors if cx.mates(conn, d)), None)
+            if mate is None:
+                continue
+            asm = Assembly(strict=False)
+            asm.add(host, "red")
+            out = asm.attach(probe, "red", to=f"0.{conn.label}", by=(mate.group, mate.group_index))
+            if not out.ok or any(i.kind == "collision" for i in check(asm, stability=False).issues):
+                continue
+            pose = np.linalg.inv(asm[0].pose) @ asm[1].pose
+            found.append(Seat(conn.label, probe.stem, mate.label, pose))
+    return tuple(found)
+
+
+def seat_overlaps(stem: str, pieces: tuple[np.ndarray, ...] | None = None) -> list[tuple[Seat, float]]:
+    """Every seat of ``stem`` whose probe overlaps it by more than BrickBench's 1 LDU, with the overlap (LDU), on
+    the shipped decomposition or on ``pieces``."""
+    from brick_gym.core.meshes import OVERLAP_ALLOWANCE_LDU
+
+    given = None if pieces is None else {stem: pieces}
+    out = []
+    for seat in seats(stem):
+        depth = colliders.penetration(stem, np.eye(4), seat.probe, seat.pose, given)
+        if depth > OVERLAP_ALLOWANCE_LDU:
+            out.append((seat, depth))
+    return out
+
+
+def seated_collisions(stems: list[str], pieces: dict[str, tuple[np.ndarray, ...]] | None = None) -> list[str]:
+    """:func:`seat_overlaps` of every part of ``stems`` as lines (on ``pieces`` for the parts it names)."""
+    return [
+        f"{stem} {seat.connector} with {seat.probe} {seat.mate}: overlap {depth:.3f} LDU"
+        for stem in stems
+        for seat, depth in seat_overlaps(stem, (pieces or {}).get(stem))
+    ]
+
+
+def carve_seats(stem: str, pieces: tuple[np.ndarray, ...], at: list[Seat]) -> tuple[np.ndarray, ...]:
+    """``pieces`` with the shipped pieces of the probes seated ``at`` cut out of them (:func:`convex.carve`), so that
+    a decomposition that chamfers a hole's inner corner gives the seated stud its room back. Only vetted pieces cut:
+    a part seated on itself cuts with its shipped decomposition, or not at all (its new pieces would carry their
+    own errors into the cut)."""
+    from brick_gym.core import convex
+
+    out = list(pieces)
+    for seat in at:
+        shipped = colliders.decomposition(seat.probe)
+        if shipped is None:
+            continue
+        turned = [q @ seat.pose[:3, :3].T + seat.pose[:3, 3] for q in shipped.pieces]
+        for cutter in turned:
+            lo, hi = cutter.min(axis=0), cutter.max(axis=0)
+            out = [
+                part
+                for piece in out
+                for part in (
+                    [piece]
+                    if np.any(piece.min(axis=0) >= hi) or np.any(piece.max(axis=0) <= lo)
+                    else convex.carve(piece, cutter, deeper_than=CARVE_DEEPER_THAN_LDU, min_radius=CARVE_MIN_RADIUS_LDU)
+                )
+            ]
+    return tuple(out)
 
 
 def mark_failed(work: Path, bad: list[str]) -> list[str]:

@@ -205,6 +205,7 @@ def _build_script():
     path = Path(__file__).resolve().parents[2] / "scripts" / "build_colliders.py"
     spec = importlib.util.spec_from_file_location("build_colliders", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the script runs
     spec.loader.exec_module(module)
     return module
 
@@ -254,10 +255,13 @@ def test_a_build_resumes_from_the_shipped_archive_and_packs_every_shipped_part_b
     kept_out = {s: r for s, r in json.loads(__import__("zipfile").ZipFile(script.ARCHIVE).read("manifest.json"))[
         "left_out"].items() if r.startswith("validate:")}  # fmt: skip
     assert {s: packed["left_out"][s] for s in kept_out} == kept_out
-    refined_out = [s for s, r in kept_out.items() if " at threshold " in r]
-    marked = [s for s, r in kept_out.items() if " at threshold " not in r]
-    assert not any(script._needs_build(work, s) for s in refined_out)  # refined to the limit: not redone
-    assert all(script._needs_build(work, s) for s in marked)  # marked by validate: rebuilt with refinement
+    for stem, reason in kept_out.items():  # refined to the limit and carved: not redone; marked by validate, or
+        assert script._needs_build(work, stem) is (script.CARVED not in reason)  # left out before carving: rebuilt
+    settled = {"left_out": f"validate: ... at threshold 0.005, {script.CARVED}", "threshold": 0.02, "tries": []}
+    (work / "3005.npz.json").write_text(json.dumps(settled))
+    assert not script._needs_build(work, "3005")
+    (work / "3005.npz.json").write_text(json.dumps({**settled, "left_out": "validate: ... at threshold 0.005"}))
+    assert script._needs_build(work, "3005")
 
 
 def test_a_part_whose_seated_probes_collide_is_refined_at_half_its_threshold(monkeypatch) -> None:
@@ -284,3 +288,29 @@ def test_a_part_whose_seated_probes_collide_is_refined_at_half_its_threshold(mon
     record, data = script._refined("3005")
     assert data is None and record["left_out"].startswith("validate: 3005")
     assert len(record["tries"]) == script.REFINEMENTS + 1
+
+
+def test_a_chamfer_where_a_seated_stud_sits_is_carved_out_instead_of_refined(monkeypatch) -> None:
+    """A decomposition whose piece juts 1.4 LDU into the room a seated stud takes (as CoACD's pieces chamfer a blind
+    hole's inner corner at any threshold) ships at its rule's threshold with the probes' pieces cut out of it; a
+    collision deeper than :data:`CARVE_UP_TO_LDU` is still refined."""
+    script = _build_script()
+    rule = script.threshold_for("3005")
+    good = colliders.decomposition("3005").pieces
+    jut = np.array([[x, y, z] for x in (4.6, 6.4) for y in (20.5, 23.5) for z in (-1.0, 1.0)])
+    asked: list[float] = []
+
+    def decompose(stem: str, threshold: float) -> bytes:
+        asked.append(threshold)
+        return colliders.encode([*good, jut])
+
+    monkeypatch.setattr(script, "_decompose_in_child", decompose)
+    assert script.seat_overlaps("3005", (*good, jut))  # the jut collides with the seated studs
+    record, data = script._refined("3005")
+    assert asked == [rule] and record["threshold"] == rule
+    first = record["tries"][0]
+    assert first["seated_collisions"] > 0 and first["carved_seats"] > 0 and first["after_carving"] == 0
+    pieces = colliders.decode(data)
+    assert script.seat_overlaps("3005", pieces) == []
+    left = [p for p in pieces if p[:, 1].min() >= 20.0]  # what is left of the jut: clear of every stud
+    assert left and all(np.hypot(p[:, 0], p[:, 2]).min() >= 6.0 - script.CARVE_DEEPER_THAN_LDU - 0.05 for p in left)
