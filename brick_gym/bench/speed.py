@@ -2,7 +2,9 @@
 
 Placement cost is the median wall-clock time of one checked ``attach`` while a running-bond wall grows,
 in windows around 50, 400 and 2,000 pieces (caches warmed on a small wall first, as in any long session).
-When ``brickagent`` is installed, its unchecked ``attach`` is timed on the same wall in the same run.
+When ``brickagent`` is installed, its unchecked ``attach`` (:mod:`~brick_gym.bench.yardstick`) is timed in bursts of
+one course between our own figures: after each of our wall's courses up to 400 pieces (the placement ratio is the
+median of the per-course ratios, with their range), and just before and after each other figure it divides.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from brick_gym.bench.yardstick import Yardstick, yardstick
 from brick_gym.core.assembly import Assembly, Outcome, Placement
-from brick_gym.core.examples import running_bond_wall, translation
+from brick_gym.core.examples import running_bond_courses, running_bond_wall, translation
 from brick_gym.core.validity import check
 
 WALL_BRICKS_PER_COURSE = 40
@@ -57,30 +61,6 @@ def _subprocess_seconds(code: str) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def _brickagent_attach_us(courses: int) -> float | None:
-    try:
-        import brickagent
-    except ImportError:
-        return None
-    from brickagent.pose import Pose
-
-    times: list[float] = []
-    wall = brickagent.Assembly("wall")
-    row = [wall.add("brick 2x4", color="red", pose=Pose(t=(80.0 * i, 0.0, 0.0))) for i in range(WALL_BRICKS_PER_COURSE)]
-    for course in range(1, courses):
-        studs = [s for p in row for s in p.stud]
-        front = min(s.at[2] for s in studs)
-        columns = sorted((s for s in studs if s.at[2] == front), key=lambda s: s.at[0])
-        widths = [4] * WALL_BRICKS_PER_COURSE if course % 2 == 0 else [2] + [4] * (WALL_BRICKS_PER_COURSE - 1) + [2]
-        row, col = [], 0
-        for width in widths:
-            t = time.perf_counter()
-            row.append(wall.attach(f"brick 2x{width}", to=columns[col], by=("hole", 0), color="red"))
-            times.append(time.perf_counter() - t)
-            col += width
-    return round(statistics.median(times) * 1e6, 1) if times else None
-
-
 def machine() -> dict[str, Any]:
     """What the figures were measured on: ratios to BrickAgent's ``attach`` move with the processor, not only the
     absolute times (its attach took 1,215 µs on one 2-core machine and 282 µs on an AMD EPYC one, ours 234 and
@@ -115,8 +95,14 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     )
     catalog()
     running_bond_wall(5, 4)  # warm part caches and the pair-verdict memo
+    stick = yardstick()
     wall = _Recorder()
-    running_bond_wall(WALL_BRICKS_PER_COURSE, _courses_for(max(sizes)), into=wall)
+    paired: list[float] = []  # per course up to 400 pieces: our median placement / BrickAgent's in the next burst
+    done = 0
+    for course in running_bond_courses(WALL_BRICKS_PER_COURSE, _courses_for(max(sizes)), into=wall):
+        if stick is not None and 0 < course < _courses_for(400):
+            paired.append(statistics.median(dt for _, dt in wall.timings[done:]) * 1e6 / stick.burst())
+        done = len(wall.timings)
     figures["placement_us"] = {str(n): _window_median_us(wall.timings, min(n, len(wall) - 25)) for n in sizes}
     # The mean over the whole build, garbage collection included: medians leave out the full collections, which
     # traverse every object the catalogue and the growing model hold (~40% of a Set-scale build's time).
@@ -136,17 +122,19 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     figures["full_check_first_call_s"] = first
     figures["full_check_valid"] = stability
     figures["full_check_touching_towers_s"] = _touching_towers_check_s(50 if quick else 2000)
-    figures["brickagent_attach_us"] = _brickagent_attach_us(_courses_for(400))
-    ours = figures["placement_us"].get("400")
-    theirs = figures["brickagent_attach_us"]
-    figures["placement_vs_brickagent_ratio"] = round(ours / theirs, 3) if ours and theirs else None
-    figures["non_box_placement_us"] = _non_box_placement_us(sizes[:2])
+    figures["brickagent_attach_us"] = stick.median_us() if stick is not None else None
+    figures["placement_vs_brickagent_ratio"] = round(statistics.median(paired), 3) if paired else None
+    figures["placement_vs_brickagent_ratio_range"] = [round(min(paired), 3), round(max(paired), 3)] if paired else None
+    if stick is not None:
+        figures["non_box_placement_us"], theirs = stick.around(lambda: _non_box_placement_us(sizes[:2]))
+    else:
+        figures["non_box_placement_us"], theirs = _non_box_placement_us(sizes[:2]), None
     other = figures["non_box_placement_us"].get("400") or figures["non_box_placement_us"].get("50")
     figures["non_box_placement_vs_brickagent_ratio"] = round(other / theirs, 3) if other and theirs else None
     figures.update(_render_figures(quick))
     figures.update(_env_figures(sizes[:2], quick))
     try:
-        figures["registered_envs"] = _registered_figures(quick, theirs)
+        figures["registered_envs"] = _registered_figures(quick, stick)
         figures.update(_altbuild_figures(40 if quick else 200))
     except ImportError as exc:  # the rl extra is not installed
         figures["registered_envs_error"] = f"{type(exc).__name__}: {exc}"
@@ -268,70 +256,84 @@ def _non_box_placement_us(sizes: tuple[int, ...]) -> dict[str, float | None]:
     return {str(n): _window_median_us(rec.timings, min(n, len(rec) - 25)) for n in sizes}
 
 
-def _registered_figures(quick: bool, attach_us: float | None) -> dict[str, Any]:
+def _registered_figures(quick: bool, stick: Yardstick | None) -> dict[str, Any]:
     """For every registered id, and Set with the candidate encoding: reset time (seeds met before in this process,
     and new ones: a fidelity target is then generated) and random-masked steps per second around 50 and 400 pieces
-    (ids whose budget is smaller: over whole episodes), each also as a ratio to BrickAgent's unchecked ``attach``."""
-    import gymnasium as gym
-
+    (ids whose budget is smaller: over whole episodes), each also as a ratio to BrickAgent's unchecked ``attach``
+    timed in bursts just before and just after that id's figures (``attach_us``)."""
     import brick_gym.envs  # noqa: F401
     from brick_gym.envs.registry import ENV_IDS
-    from brick_gym.rl.baselines import RandomMaskedAgent
 
-    marks = (50,) if quick else (50, 400)
     out: dict[str, Any] = {}
     runs = [(env_id.split("/")[-1], env_id, {}) for env_id in ENV_IDS]
     runs.append(("Set-v0 candidates", "BrickGym/Set-v0", {"encoding": "candidates"}))  # the issue's exact-mask Set
     for label, env_id, options in runs:
-        env = gym.make(env_id, **options)
-        agent = RandomMaskedAgent(0)
-        resets = []
-        for seed in range(2 if quick else 5):
-            t = time.perf_counter()
-            env.reset(seed=seed)
-            resets.append(time.perf_counter() - t)
-        row: dict[str, Any] = {"reset_ms": round(statistics.median(resets[1:] or resets) * 1e3, 2)}
-        fresh = []
-        first = 10_000 + 100 * len(out)  # seeds no id before this one met (ids share a process's target cache)
-        for seed in range(first, first + (2 if quick else 5)):
-            t = time.perf_counter()
-            env.reset(seed=seed)
-            fresh.append(time.perf_counter() - t)
-        row["reset_new_seed_ms"] = round(statistics.median(fresh) * 1e3, 2)
-        budget = env.unwrapped.config.max_pieces
-        windows: dict[int, list[float]] = {m: [] for m in marks if m - 10 < budget}  # pieces m-10 .. m+9
-        episode_steps: list[float] = []
-        env.reset(seed=0)
-        limit = 60 if quick else (4 * (max(windows) + 20) if windows else 400)  # room for refused actions
-        for _ in range(limit):
-            n = len(env.unwrapped.assembly)
-            t = time.perf_counter()
-            _, _, terminated, truncated, _ = env.step(agent.act(env))
-            dt = time.perf_counter() - t
-            episode_steps.append(dt)
-            for m in windows:
-                if m - 10 <= n < m + 10:
-                    windows[m].append(dt)
-            if terminated or truncated:
-                if windows and all(len(v) >= 10 for v in windows.values()):
-                    break
-                env.reset()
-            if windows and all(len(v) >= 20 for v in windows.values()):
-                break
-        for m, times in windows.items():
-            if times:
-                row[f"steps_per_s_at_{m}"] = round(1.0 / statistics.median(times), 1)
-                if attach_us:
-                    row[f"step_over_attach_at_{m}"] = round(statistics.median(times) * 1e6 / attach_us, 1)
-        if not windows:
-            row["steps_per_s_episodes"] = round(1.0 / statistics.median(episode_steps), 1)
-        if attach_us:
-            step_s = statistics.median(episode_steps)
-            row["step_over_attach"] = round(step_s * 1e6 / attach_us, 1)
+        first_seed = 10_000 + 100 * len(out)  # seeds no id before this one met (ids share a process's target cache)
+        if stick is None:
+            row, medians = _registered_row(env_id, options, quick, first_seed)
+        else:
+            (row, medians), attach_us = stick.around(partial(_registered_row, env_id, options, quick, first_seed))
+            row["attach_us"] = round(attach_us, 1)
+            for key, seconds in medians.items():
+                row[key.replace("step_s", "step_over_attach")] = round(seconds * 1e6 / attach_us, 1)
             row["reset_over_attach"] = round(row["reset_ms"] * 1e3 / attach_us, 1)
-        env.close()
         out[label] = row
     return out
+
+
+def _registered_row(
+    env_id: str, options: dict[str, Any], quick: bool, first_seed: int
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """One id's figures for :func:`_registered_figures`, and its median step seconds (``step_s``, and
+    ``step_s_at_<pieces>`` for each window) to divide by the yardstick."""
+    import gymnasium as gym
+
+    from brick_gym.rl.baselines import RandomMaskedAgent
+
+    marks = (50,) if quick else (50, 400)
+    env = gym.make(env_id, **options)
+    agent = RandomMaskedAgent(0)
+    resets = []
+    for seed in range(2 if quick else 5):
+        t = time.perf_counter()
+        env.reset(seed=seed)
+        resets.append(time.perf_counter() - t)
+    row: dict[str, Any] = {"reset_ms": round(statistics.median(resets[1:] or resets) * 1e3, 2)}
+    fresh = []
+    for seed in range(first_seed, first_seed + (2 if quick else 5)):
+        t = time.perf_counter()
+        env.reset(seed=seed)
+        fresh.append(time.perf_counter() - t)
+    row["reset_new_seed_ms"] = round(statistics.median(fresh) * 1e3, 2)
+    budget = env.unwrapped.config.max_pieces
+    windows: dict[int, list[float]] = {m: [] for m in marks if m - 10 < budget}  # pieces m-10 .. m+9
+    episode_steps: list[float] = []
+    env.reset(seed=0)
+    limit = 60 if quick else (4 * (max(windows) + 20) if windows else 400)  # room for refused actions
+    for _ in range(limit):
+        n = len(env.unwrapped.assembly)
+        t = time.perf_counter()
+        _, _, terminated, truncated, _ = env.step(agent.act(env))
+        dt = time.perf_counter() - t
+        episode_steps.append(dt)
+        for m in windows:
+            if m - 10 <= n < m + 10:
+                windows[m].append(dt)
+        if terminated or truncated:
+            if windows and all(len(v) >= 10 for v in windows.values()):
+                break
+            env.reset()
+        if windows and all(len(v) >= 20 for v in windows.values()):
+            break
+    env.close()
+    medians = {"step_s": statistics.median(episode_steps)}
+    for m, times in windows.items():
+        if times:
+            row[f"steps_per_s_at_{m}"] = round(1.0 / statistics.median(times), 1)
+            medians[f"step_s_at_{m}"] = statistics.median(times)
+    if not windows:
+        row["steps_per_s_episodes"] = round(1.0 / medians["step_s"], 1)
+    return row, medians
 
 
 def _altbuild_figures(steps: int) -> dict[str, Any]:

@@ -3,6 +3,8 @@ degenerate model files (a pile at one spot, a doubling .mpd) for the bounds on u
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from brick_gym.core.assembly import Assembly, ConnectorRef
@@ -51,7 +53,17 @@ def running_bond_wall(
     into an existing (empty) assembly instead of a new one.
     """
     wall = into if into is not None else Assembly(rules, name="wall")
+    for _ in running_bond_courses(bricks_per_course, courses, colour=colour, into=wall):
+        pass
+    return wall
+
+
+def running_bond_courses(bricks_per_course: int, courses: int, *, colour: str = "red", into: Assembly) -> Iterator[int]:
+    """:func:`running_bond_wall` built into ``into`` a course at a time, yielding each course's number when it is
+    done (benchmarks time other work between courses)."""
+    wall = into
     row = [_must(wall.add("3001", colour, translation(80.0 * i, 0.0, 0.0))) for i in range(bricks_per_course)]
+    yield 0
     for course in range(1, courses):
         studs = [s for p in row for s in wall[p].stud]
         front = min(wall.connector_frame(s)[2, 3] for s in studs)
@@ -64,7 +76,7 @@ def running_bond_wall(
             stem = "3001" if width == 4 else "3003"
             row.append(_must(wall.attach(stem, colour, to=columns[col], by=("hole", 0))))
             col += width
-    return wall
+        yield course
 
 
 DEFAULT_RANDOM_PALETTE = ("3001", "3003", "3005", "3034", "3023", "3062b", "3700", "2780")

@@ -14,7 +14,9 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
     assert set(figures["placement_us"]) == {"50", "400"}
     assert all(v > 0 for v in figures["placement_us"].values()) and figures["placement_mean_us"] > 0
     assert figures["full_check_s"]["400"] > 0 and figures["full_check_valid"]["400"] is True
-    assert "brickagent_attach_us" in figures and "placement_vs_brickagent_ratio" in figures
+    assert figures["brickagent_attach_us"] > 0 and figures["placement_vs_brickagent_ratio"] > 0
+    low, high = figures["placement_vs_brickagent_ratio_range"]
+    assert 0 < low <= figures["placement_vs_brickagent_ratio"] <= high
     assert figures["catalog_ready_s"] > 0 and figures["import_s"] >= 0
     assert figures["render_8x512_s"] > 0 and figures["render_backend"]
     assert set(figures["env_step_over_place"]) == {"50", "400"}
@@ -27,6 +29,22 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
     rows = figures["registered_envs"]
     assert set(rows) == {i.split("/")[-1] for i in ENV_IDS} | {"Set-v0 candidates"}
     assert all(r["reset_ms"] > 0 and r["reset_new_seed_ms"] > 0 for r in rows.values())
+    assert all(r["attach_us"] > 0 and r["step_over_attach"] > 0 and r["reset_over_attach"] > 0 for r in rows.values())
     assert rows["Model-v0"]["steps_per_s_at_50"] > 0 and rows["FidelityCandidates-v0"]["steps_per_s_episodes"] > 0
     assert rows["Set-v0 candidates"]["steps_per_s_at_50"] > 0
     assert figures["altbuild_random_pieces"] > 0 and 0 <= figures["altbuild_random_refused_share"] <= 1
+
+
+def test_the_yardstick_times_brickagent_a_course_at_a_time_on_a_wall_of_at_most_400_pieces() -> None:
+    from brick_gym.bench.yardstick import BRICKS_PER_COURSE, COURSES_PER_WALL, yardstick
+
+    stick = yardstick()
+    assert stick is not None  # brickagent is a dev dependency
+    bursts = [stick.burst() for _ in range(COURSES_PER_WALL + 1)]
+    assert all(b > 0 for b in bursts)
+    # A wall's first course is added, not attached; odd courses have a 2×2 brick at each end (one brick more). After
+    # the tenth course the next burst starts a new wall: courses 1-9 of the first, then 1 and 2 of the second.
+    per_course = [BRICKS_PER_COURSE + c % 2 for c in (*range(1, COURSES_PER_WALL), 1, 2)]
+    assert len(stick.times_s) == sum(per_course)
+    result, mean_us = stick.around(lambda: "figure")
+    assert result == "figure" and mean_us > 0 and stick.median_us() > 0
