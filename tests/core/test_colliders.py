@@ -74,7 +74,11 @@ def test_the_archive_is_compact_and_its_manifest_complete(altbuild_inventory_pat
     reference = np.linalg.norm(np.subtract(*part_mesh("3001").bounds[::-1]))
     for stem, entry in manifest["parts"].items():
         base = 0.01 if any(c.subtype == "socket" for c in cat.resolve(stem).connectors) else 0.02
-        size = np.linalg.norm(np.subtract(*part_mesh(stem).bounds[::-1]))
+        extent = np.subtract(*part_mesh(stem).bounds[::-1])
+        if "blocks" in entry:  # decomposed in square blocks: the threshold is relative to a block's size
+            assert np.linalg.norm(extent) > manifest["settings"]["chunk_above_ldu"]
+            extent = np.minimum(extent, [entry["block_ldu"], np.inf, entry["block_ldu"]])
+        size = np.linalg.norm(extent)
         rule = entry.get("rule", entry["threshold"])  # refined parts keep the rule's threshold apart
         assert rule == round(base * min(1.0, reference / size), 4), stem  # finer for larger parts
         assert entry["threshold"] in [round(rule / 2**k, 5) for k in range(3)], stem  # halved at most twice
@@ -314,3 +318,23 @@ def test_a_chamfer_where_a_seated_stud_sits_is_carved_out_instead_of_refined(mon
     assert script.seat_overlaps("3005", pieces) == []
     left = [p for p in pieces if p[:, 1].min() >= 20.0]  # what is left of the jut: clear of every stud
     assert left and all(np.hypot(p[:, 0], p[:, 2]).min() >= 6.0 - script.CARVE_DEEPER_THAN_LDU - 0.05 for p in left)
+
+
+def test_large_parts_are_cut_in_closed_blocks_that_add_up_to_the_part() -> None:
+    """A 4×12 plate is decomposed as three 4×4 blocks, each a closed mesh, at the threshold of a block's size; parts
+    up to :data:`CHUNK_ABOVE_LDU` across, and parts whose mesh is open (a 6×12 plate's), are decomposed whole."""
+    pytest.importorskip("shapely")
+    import trimesh
+
+    script = _build_script()
+    assert not script.chunked("3001") and not script.chunked("3028")  # small; open mesh
+    assert script.chunked("3029") and script._block_count("3029") == 3
+    assert script.threshold_for("3029") > 2 * script.threshold_for("3028")  # a block is a third of the plate
+    whole = part_mesh("3029")
+    pieces = [trimesh.Trimesh(v, f, process=False) for v, f in script.blocks("3029")]
+    assert len(pieces) == 3 and all(p.is_watertight for p in pieces)
+    assert all(np.ptp(p.vertices[:, [0, 2]], axis=0).max() <= script.CHUNK_LDU + 1e-6 for p in pieces)
+    volume = trimesh.Trimesh(whole.vertices, whole.faces, process=False).volume
+    assert sum(p.volume for p in pieces) == pytest.approx(volume, rel=1e-6)
+    assert [(v.shape, f.shape) for v, f in script.blocks("3001")] == [(whole_v.shape, whole_f.shape)
+        for whole_v, whole_f in [(np.asarray(part_mesh("3001").vertices), np.asarray(part_mesh("3001").faces))]]  # fmt: skip
