@@ -336,5 +336,5 @@ def test_large_parts_are_cut_in_closed_blocks_that_add_up_to_the_part() -> None:
     assert all(np.ptp(p.vertices[:, [0, 2]], axis=0).max() <= script.CHUNK_LDU + 1e-6 for p in pieces)
     volume = trimesh.Trimesh(whole.vertices, whole.faces, process=False).volume
     assert sum(p.volume for p in pieces) == pytest.approx(volume, rel=1e-6)
-    assert [(v.shape, f.shape) for v, f in script.blocks("3001")] == [(whole_v.shape, whole_f.shape)
-        for whole_v, whole_f in [(np.asarray(part_mesh("3001").vertices), np.asarray(part_mesh("3001").faces))]]  # fmt: skip
+    ((vertices, faces),) = script.blocks("3001")  # a small part: its mesh as it is
+    assert np.array_equal(vertices, part_mesh("3001").vertices) and np.array_equal(faces, part_mesh("3001").faces)
