@@ -52,15 +52,14 @@ class TrainConfig:
 class RLlibConfig:
     """How an RLlib PPO run (:func:`brick_gym.rl.rllib.train.train_rllib`) is spread over a Ray cluster; the learning
     settings are the run's :class:`TrainConfig` (rollout ``n_steps × n_envs`` per update, minibatches of
-    ``batch_size``, ``learning_rate``, ``gamma``, ``ent_coef``), mapped onto PPO's with SB3's defaults for the rest
-    (GAE λ 0.95, clip 0.2, value-loss weight 0.5, gradient norm 0.5, no KL term, no value clipping)."""
+    ``batch_size``, ``n_epochs`` passes, ``learning_rate``, ``gamma``, ``ent_coef``), mapped onto PPO's with SB3's
+    defaults for the rest (GAE λ 0.95, clip 0.2, value-loss weight 0.5, gradient norm 0.5, no KL term, no value
+    clipping)."""
 
     env_runners: int = 2
     """Remote env runners (Ray actors) sampling in parallel; 0 samples in the driver."""
     envs_per_env_runner: int = 1
     cpus_per_env_runner: float = 1.0
-    num_epochs: int = 10
-    """Passes over each rollout (SB3's ``n_epochs`` default)."""
     address: str | None = None
     """Ray cluster: None or ``"local"`` (a private instance on this machine), ``"auto"`` (the cluster ``ray start``
     made here), ``HOST:PORT`` or ``ray://HOST:PORT``."""

@@ -308,10 +308,10 @@ def validate(config: ExperimentConfig, where: str = "config") -> None:
     if len(set(rows)) != len(rows):
         raise ValueError(f"{where}: variant names collide with the RLlib rows' names: {sorted(rows)}")
     r = config.rllib
-    if r.env_runners < 0 or r.envs_per_env_runner < 1 or r.cpus_per_env_runner < 0 or r.num_epochs < 1:
+    if r.env_runners < 0 or r.envs_per_env_runner < 1 or r.cpus_per_env_runner < 0:
         raise ValueError(
-            f"{where}: rllib needs env_runners >= 0, envs_per_env_runner >= 1, cpus_per_env_runner >= 0, "
-            f"num_epochs >= 1 (got {asdict(r)})"
+            f"{where}: rllib needs env_runners >= 0, envs_per_env_runner >= 1, cpus_per_env_runner >= 0 "
+            f"(got {asdict(r)})"
         )
     for b in config.baselines:
         if b not in BASELINES:

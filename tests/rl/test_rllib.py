@@ -122,8 +122,8 @@ def test_env_runner_modules_carry_no_value_head_and_the_shapes_are_checked() -> 
         ).build()
 
 
-def tiny_config(tmp_path: Path, timesteps: int, envs: int, eval_episodes: int) -> TrainConfig:
-    """Rollouts of 32 steps per env, minibatches of 32, on 6-step episodes."""
+def tiny_config(tmp_path: Path, timesteps: int, envs: int, eval_episodes: int, epochs: int = 2) -> TrainConfig:
+    """Rollouts of 32 steps per env, minibatches of 32 (``epochs`` passes), on 6-step episodes."""
     return TrainConfig(
         env_kwargs=SMALL,
         eval_kwargs={"split": "test", **SMALL},
@@ -131,6 +131,7 @@ def tiny_config(tmp_path: Path, timesteps: int, envs: int, eval_episodes: int) -
         n_envs=envs,
         n_steps=32,
         batch_size=32,
+        n_epochs=epochs,
         eval_episodes=eval_episodes,
         out_dir=str(tmp_path / "run"),
     )
@@ -143,7 +144,7 @@ def test_a_tiny_rllib_ppo_run_trains_saves_and_evaluates(tmp_path: Path) -> None
     rows: list[dict] = []
     result = train_rllib(
         config,
-        RLlibConfig(env_runners=2, num_epochs=2),
+        RLlibConfig(env_runners=2),
         evaluate_every=64,
         on_curve=lambda module, step: curve.append(step),
         on_iteration=rows.append,
@@ -163,8 +164,8 @@ def test_a_tiny_rllib_ppo_run_trains_saves_and_evaluates(tmp_path: Path) -> None
 
 def test_rllib_ppo_trains_in_the_driver_without_env_runners(tmp_path: Path) -> None:
     """The fast variant of the run above: one iteration, sampling in the driver (``env_runners = 0``)."""
-    config = tiny_config(tmp_path, timesteps=32, envs=1, eval_episodes=1)
-    result = train_rllib(config, RLlibConfig(env_runners=0, num_epochs=1))
+    config = tiny_config(tmp_path, timesteps=32, envs=1, eval_episodes=1, epochs=1)
+    result = train_rllib(config, RLlibConfig(env_runners=0))
     assert result["timesteps"] >= 32 and result["iterations"] == 1 and result["eval"]["episodes"] == 1
     assert (tmp_path / "run" / "module").is_dir() and len(
         (tmp_path / "run" / "iterations.jsonl").read_text().splitlines()

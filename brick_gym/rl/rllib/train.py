@@ -120,7 +120,7 @@ def ppo_config(config: TrainConfig, rllib: RLlibConfig) -> PPOConfig:
         .training(
             train_batch_size_per_learner=rollout,
             minibatch_size=config.batch_size,
-            num_epochs=rllib.num_epochs,
+            num_epochs=config.n_epochs,
             lr=config.learning_rate,
             gamma=config.gamma,
             lambda_=0.95,
