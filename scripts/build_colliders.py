@@ -318,6 +318,8 @@ def _refined(stem: str) -> tuple[dict, bytes | None]:
     seat still collides, decompose again at half the threshold (at most :data:`REFINEMENTS` times): its work record
     and its encoded pieces (None when it is left out, the record saying why). The record keeps the rule's threshold
     (``rule``) apart from the one used, so that a changed rule, not a refinement, makes a part stale."""
+    from scipy.spatial import QhullError
+
     rule = threshold = threshold_for(stem)
     started = time.perf_counter()
     tries: list[dict] = []
@@ -333,8 +335,13 @@ def _refined(stem: str) -> tuple[dict, bytes | None]:
         for _ in range(CARVE_ROUNDS):
             if not bad or max(depth for _, depth in bad) > CARVE_UP_TO_LDU:
                 break
+            try:
+                cut = carve_seats(stem, pieces, [seat for seat, _ in bad])
+            except (QhullError, ValueError) as exc:  # geometry the cut cannot handle: refine instead
+                attempt["carve_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+                break
             carved |= {(seat.connector, seat.probe) for seat, _ in bad}
-            pieces = colliders.decode(colliders.encode(carve_seats(stem, pieces, [seat for seat, _ in bad])))
+            pieces = colliders.decode(colliders.encode(cut))
             bad = seat_overlaps(stem, pieces)
         if carved:
             data = colliders.encode(pieces)

@@ -75,8 +75,13 @@ def carve(piece: np.ndarray, cutter: np.ndarray, *, deeper_than: float, min_radi
     ``piece`` beyond each of the cutter's facet planes in turn (deepest first, each within the planes before it),
     stopping once what is left overlaps the cutter by at most ``deeper_than`` (then kept). Parts holding no ball of
     ``min_radius`` are dropped: thin slivers are where Bullet's penetration depth reads far deeper than the
-    overlap."""
-    own, cut = planes(piece), planes(cutter)
+    overlap. A flat piece or cutter (no volume) leaves ``piece`` as it is."""
+    from scipy.spatial import QhullError
+
+    try:
+        own, cut = planes(piece), planes(cutter)
+    except (QhullError, ValueError):  # a flat piece or cutter has no volume to overlap
+        return [piece]
     if overlap_depth(piece, cutter, own, cut) <= deeper_than:
         return [piece]
     beyond = (piece @ cut[:, :3].T + cut[:, 3]).max(axis=0)

@@ -65,6 +65,12 @@ def test_a_piece_clear_of_the_cutter_or_barely_touching_it_stays_whole() -> None
     assert convex.carve(piece, _box((9.8, 0, 0), (12, 1, 1)), deeper_than=0.25, min_radius=0.0)[0] is piece
 
 
+def test_flat_pieces_and_cutters_cut_nothing() -> None:
+    piece, flat = _box((0, 0, 0), (10, 10, 10)), _box((5, 5, 5), (5, 20, 20))  # zero width along x
+    assert convex.carve(piece, flat, deeper_than=0.0, min_radius=0.0)[0] is piece
+    assert convex.carve(flat, piece, deeper_than=0.0, min_radius=0.0)[0] is flat
+
+
 def test_slivers_are_dropped() -> None:
     piece = _box((0, 0, 0), (10, 10, 10))
     cutter = _box((0.1, -1, -1), (11, 11, 11))  # leaves a 0.1 thick slab
