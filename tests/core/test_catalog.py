@@ -104,3 +104,19 @@ def test_importing_the_core_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_catalogue_and_meshes_leave_bricklayers_part_tables_unloaded() -> None:
+    """bricklayer's data files are read from its folder: importing ``bricklayer.ldraw`` would parse its part tables
+    into ~117,000 objects that every full garbage collection traverses (checked in a fresh process)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom brick_gym.core.assembly import Assembly\nfrom brick_gym.core.catalog import catalog\n"
+        "from brick_gym.core.meshes import part_mesh\n"
+        "a = Assembly(); a.add('3001', 'red'); a.attach('3039', 'red', to='0.stud[0]')\n"
+        "part_mesh('3001'); catalog().find('brick 2x4')\nprint('bricklayer.ldraw' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"
