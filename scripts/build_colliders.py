@@ -80,6 +80,9 @@ TIME_LIMIT_S = 1800
 """CPU seconds a part (a block of a :func:`chunked` part) may take to decompose."""
 CHUNK_ABOVE_LDU = 250.0
 """Parts larger than this across (mesh diagonal: plates of 4×12 studs and more) are decomposed in blocks."""
+REPAIR_BOUNDS_LDU = 0.05
+REPAIR_KEEPS_AREA = 0.95
+"""An open mesh's repair is taken when it moves no bound by more than this and keeps this much of the area."""
 CHUNK_LDU = 80.0
 """A block's side (4 studs): each block is cut at the threshold of its own size (0.0163 for a plate's, 1.85 LDU
 of concavity as for a 2×4 brick), with CoACD's samples 16 times as dense on a 16×16 plate as on the whole part."""
@@ -139,6 +142,35 @@ def _diagonal(stem: str) -> float:
     return float(np.linalg.norm(hi - lo))
 
 
+@cache
+def closed_mesh(stem: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(vertices, faces, repaired) of the mesh CoACD cuts: bricklayer's, or where that is open (a crack along an
+    edge, a missing face) MeshFix's repair of it, if the repair is a closed volume with the same bounds (within
+    :data:`REPAIR_BOUNDS_LDU`) and at least :data:`REPAIR_KEEPS_AREA` of the area. CoACD with ``preprocess_mode="off"``
+    cannot tell inside from outside across a crack: it filled a 4×4 round brick's hole (a stud seated in it read
+    3.14 LDU at every threshold); MeshFix's repair of that brick keeps 97% of its area and its bounds. A repair that
+    keeps only the largest piece of a mesh in pieces (an arch's, 0.1% of its area) is not taken."""
+    import trimesh
+
+    mesh = part_mesh(stem)
+    vertices, faces = np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int32)
+    given = trimesh.Trimesh(vertices, faces, process=False)
+    if given.is_watertight:
+        return vertices, faces, False
+    pymeshfix = require("pymeshfix", "repairing open part meshes before decomposing them")
+    fix = pymeshfix.MeshFix(vertices, faces)
+    fix.repair()
+    fixed = trimesh.Trimesh(np.asarray(fix.points, dtype=np.float64), np.asarray(fix.faces), process=False)
+    if (
+        fixed.is_watertight
+        and fixed.is_volume
+        and np.abs(fixed.bounds - given.bounds).max() <= REPAIR_BOUNDS_LDU
+        and fixed.area >= REPAIR_KEEPS_AREA * given.area
+    ):
+        return np.asarray(fixed.vertices), np.asarray(fixed.faces, dtype=np.int32), True
+    return vertices, faces, False
+
+
 def chunked(stem: str) -> bool:
     """Whether a part is decomposed in :data:`CHUNK_LDU` blocks: larger than :data:`CHUNK_ABOVE_LDU` across, with a
     closed mesh (the blocks' cut faces are filled in, which needs one)."""
@@ -146,8 +178,8 @@ def chunked(stem: str) -> bool:
         return False
     import trimesh
 
-    mesh = part_mesh(stem)
-    return bool(trimesh.Trimesh(mesh.vertices, mesh.faces, process=False).is_watertight)
+    vertices, faces, _ = closed_mesh(stem)
+    return bool(trimesh.Trimesh(vertices, faces, process=False).is_watertight)
 
 
 def _sized_diagonal(stem: str) -> float:
@@ -169,14 +201,14 @@ def threshold_for(stem: str) -> float:
 
 
 def blocks(stem: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The (vertices, faces) CoACD cuts: the part's mesh, or for a :func:`chunked` part its :data:`CHUNK_LDU` square
-    blocks (x and z, from the mesh's low corner), each cut with its cut faces filled in."""
-    mesh = part_mesh(stem)
+    """The (vertices, faces) CoACD cuts: the part's :func:`closed_mesh`, or for a :func:`chunked` part its
+    :data:`CHUNK_LDU` square blocks (x and z, from the mesh's low corner), each cut with its cut faces filled in."""
+    vertices, faces, _ = closed_mesh(stem)
     if not chunked(stem):
-        return [(np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int32))]
+        return [(vertices, faces)]
     import trimesh
 
-    whole = trimesh.Trimesh(np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces), process=False)
+    whole = trimesh.Trimesh(vertices, faces, process=False)
     lo, hi = whole.bounds
     out = []
     for x in np.arange(lo[0], hi[0], CHUNK_LDU):
@@ -307,6 +339,8 @@ def build(parts: dict[str, list[str]], work: Path) -> None:
             record.update(inset=colliders.COLLIDER_SHRINK_LDU, preprocess=PREPROCESS, reasons=parts[stem])
             if chunked(stem):
                 record.update(blocks=_block_count(stem), block_ldu=CHUNK_LDU)
+            if closed_mesh(stem)[2]:
+                record.update(mesh="repaired by MeshFix (pymeshfix): bricklayer's is open")
             atomic_write_json(work / f"{colliders.member_name(stem)}.json", record)
             bar.advance(task)
     lock.close()

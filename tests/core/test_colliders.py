@@ -338,3 +338,20 @@ def test_large_parts_are_cut_in_closed_blocks_that_add_up_to_the_part() -> None:
     assert sum(p.volume for p in pieces) == pytest.approx(volume, rel=1e-6)
     ((vertices, faces),) = script.blocks("3001")  # a small part: its mesh as it is
     assert np.array_equal(vertices, part_mesh("3001").vertices) and np.array_equal(faces, part_mesh("3001").faces)
+
+
+def test_an_open_mesh_is_repaired_only_where_the_repair_keeps_the_part() -> None:
+    """A 4×4 round brick's open mesh is closed by MeshFix with its bounds and nearly all its area; an arch's repair
+    would keep a sliver of it (its largest piece), so its own mesh is cut as it is; a closed mesh is left alone."""
+    pytest.importorskip("pymeshfix")
+    import trimesh
+
+    script = _build_script()
+    vertices, faces, repaired = script.closed_mesh("87081")
+    fixed = trimesh.Trimesh(vertices, faces, process=False)
+    given = part_mesh("87081")
+    assert repaired and fixed.is_watertight and fixed.is_volume
+    assert np.abs(fixed.bounds - np.array(given.bounds)).max() <= script.REPAIR_BOUNDS_LDU
+    vertices, faces, repaired = script.closed_mesh("15254")
+    assert not repaired and np.array_equal(faces, part_mesh("15254").faces)
+    assert script.closed_mesh("3001")[2] is False
