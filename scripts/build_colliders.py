@@ -80,6 +80,14 @@ TIME_LIMIT_S = 1800
 """CPU seconds a part (a block of a :func:`chunked` part) may take to decompose."""
 CHUNK_ABOVE_LDU = 250.0
 """Parts larger than this across (mesh diagonal: plates of 4×12 studs and more) are decomposed in blocks."""
+REMESH_RESOLUTION = 120
+"""CoACD's manifold remeshing of an open mesh that MeshFix cannot repair: cells across the part (1 LDU on a 1×6 arch;
+at CoACD's default of 50 a stud would be two cells tall)."""
+MESH_NOTES = {
+    "closed": "bricklayer's",
+    "repaired": "bricklayer's is open: repaired by MeshFix (pymeshfix)",
+    "open": f"bricklayer's is open and MeshFix's repair loses the part: remeshed by CoACD at {REMESH_RESOLUTION} cells",
+}
 REPAIR_BOUNDS_LDU = 0.05
 REPAIR_KEEPS_AREA = 0.95
 """An open mesh's repair is taken when it moves no bound by more than this and keeps this much of the area."""
@@ -143,20 +151,21 @@ def _diagonal(stem: str) -> float:
 
 
 @cache
-def closed_mesh(stem: str) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(vertices, faces, repaired) of the mesh CoACD cuts: bricklayer's, or where that is open (a crack along an
-    edge, a missing face) MeshFix's repair of it, if the repair is a closed volume with the same bounds (within
-    :data:`REPAIR_BOUNDS_LDU`) and at least :data:`REPAIR_KEEPS_AREA` of the area. CoACD with ``preprocess_mode="off"``
-    cannot tell inside from outside across a crack: it filled a 4×4 round brick's hole (a stud seated in it read
-    3.14 LDU at every threshold); MeshFix's repair of that brick keeps 97% of its area and its bounds. A repair that
-    keeps only the largest piece of a mesh in pieces (an arch's, 0.1% of its area) is not taken."""
+def closed_mesh(stem: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """(vertices, faces, state) of the mesh CoACD cuts: bricklayer's (``"closed"``), or where that is open (a crack
+    along an edge, a missing face) MeshFix's repair of it (``"repaired"``), if the repair is a closed volume with the
+    same bounds (within :data:`REPAIR_BOUNDS_LDU`) and at least :data:`REPAIR_KEEPS_AREA` of the area, else the open
+    mesh (``"open"``: :func:`decompose` has CoACD remesh it). CoACD with ``preprocess_mode="off"`` cannot tell inside
+    from outside across a crack: it filled a 4×4 round brick's hole (a stud seated in it read 3.14 LDU at every
+    threshold); MeshFix's repair of that brick keeps 97% of its area and its bounds. A repair that keeps only the
+    largest piece of a mesh in pieces (an arch's, 0.1% of its area) is not taken."""
     import trimesh
 
     mesh = part_mesh(stem)
     vertices, faces = np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int32)
     given = trimesh.Trimesh(vertices, faces, process=False)
     if given.is_watertight:
-        return vertices, faces, False
+        return vertices, faces, "closed"
     pymeshfix = require("pymeshfix", "repairing open part meshes before decomposing them")
     fix = pymeshfix.MeshFix(vertices, faces)
     fix.repair()
@@ -167,8 +176,8 @@ def closed_mesh(stem: str) -> tuple[np.ndarray, np.ndarray, bool]:
         and np.abs(fixed.bounds - given.bounds).max() <= REPAIR_BOUNDS_LDU
         and fixed.area >= REPAIR_KEEPS_AREA * given.area
     ):
-        return np.asarray(fixed.vertices), np.asarray(fixed.faces, dtype=np.int32), True
-    return vertices, faces, False
+        return np.asarray(fixed.vertices), np.asarray(fixed.faces, dtype=np.int32), "repaired"
+    return vertices, faces, "open"
 
 
 def chunked(stem: str) -> bool:
@@ -232,19 +241,31 @@ def blocks(stem: str) -> list[tuple[np.ndarray, np.ndarray]]:
 def decompose(stem: str, threshold: float) -> bytes:
     """CoACD's convex pieces of the part's mesh (of each of its :func:`blocks`), each grown to sit
     ``COLLIDER_SHRINK_LDU`` inside the true surface, encoded for the archive (run in a child process: see
-    :func:`_decompose_in_child`)."""
+    :func:`_decompose_in_child`). An ``"open"`` :func:`closed_mesh` is remeshed by CoACD first (its manifold
+    preprocessing at :data:`REMESH_RESOLUTION` cells across), which moves the surface out by about half a cell (0.27
+    LDU on a 1×6 arch): its pieces are grown by that much less, so that their bounds meet the part's grown bounds."""
     coacd = require("coacd", "building collider decompositions")
 
     coacd.set_log_level("error")
-    pieces = [
-        grown_hull(np.asarray(v, dtype=np.float64), GROW_LDU)
+    remesh = closed_mesh(stem)[2] == "open" and not chunked(stem)
+    options = {"preprocess_mode": "on", "preprocess_resolution": REMESH_RESOLUTION} if remesh else {}
+    raw = [
+        np.asarray(v, dtype=np.float64)
         for vertices, faces in blocks(stem)
         for v, _ in coacd.run_coacd(
-            coacd.Mesh(vertices, faces), threshold=threshold, preprocess_mode=PREPROCESS, seed=SEED
+            coacd.Mesh(vertices, faces), threshold=threshold, seed=SEED, **{"preprocess_mode": PREPROCESS, **options}
         )
         if len(v) >= 4
     ]
-    return colliders.encode(pieces)
+    grow = GROW_LDU - (_remesh_excess(stem, raw) if remesh else 0.0)
+    return colliders.encode([grown_hull(v, grow) for v in raw])
+
+
+def _remesh_excess(stem: str, pieces: list[np.ndarray]) -> float:
+    """How far past the part's mesh bounds CoACD's remeshed pieces reach: the median over the six sides, at least 0."""
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in part_mesh(stem).bounds)
+    every = np.concatenate(pieces)
+    return max(float(np.median(np.concatenate([lo - every.min(axis=0), every.max(axis=0) - hi]))), 0.0)
 
 
 def _limit_cpu(seconds: int = TIME_LIMIT_S) -> None:
@@ -297,6 +318,7 @@ def _settings() -> dict:
         "chunk_above_ldu": CHUNK_ABOVE_LDU,
         "chunk_ldu": CHUNK_LDU,
         "carve_up_to_ldu": CARVE_UP_TO_LDU,
+        "remesh_resolution": REMESH_RESOLUTION,
     }
 
 
@@ -339,8 +361,7 @@ def build(parts: dict[str, list[str]], work: Path) -> None:
             record.update(inset=colliders.COLLIDER_SHRINK_LDU, preprocess=PREPROCESS, reasons=parts[stem])
             if chunked(stem):
                 record.update(blocks=_block_count(stem), block_ldu=CHUNK_LDU)
-            if closed_mesh(stem)[2]:
-                record.update(mesh="repaired by MeshFix (pymeshfix): bricklayer's is open")
+            record.update(mesh=MESH_NOTES[closed_mesh(stem)[2] if not chunked(stem) else "closed"])
             atomic_write_json(work / f"{colliders.member_name(stem)}.json", record)
             bar.advance(task)
     lock.close()

@@ -347,11 +347,22 @@ def test_an_open_mesh_is_repaired_only_where_the_repair_keeps_the_part() -> None
     import trimesh
 
     script = _build_script()
-    vertices, faces, repaired = script.closed_mesh("87081")
+    vertices, faces, state = script.closed_mesh("87081")
     fixed = trimesh.Trimesh(vertices, faces, process=False)
     given = part_mesh("87081")
-    assert repaired and fixed.is_watertight and fixed.is_volume
+    assert state == "repaired" and fixed.is_watertight and fixed.is_volume
     assert np.abs(fixed.bounds - np.array(given.bounds)).max() <= script.REPAIR_BOUNDS_LDU
-    vertices, faces, repaired = script.closed_mesh("15254")
-    assert not repaired and np.array_equal(faces, part_mesh("15254").faces)
-    assert script.closed_mesh("3001")[2] is False
+    vertices, faces, state = script.closed_mesh("15254")
+    assert state == "open" and np.array_equal(faces, part_mesh("15254").faces)  # decompose has CoACD remesh it
+    assert script.closed_mesh("3001")[2] == "closed"
+
+
+def test_remeshed_pieces_are_grown_less_by_how_far_the_remesh_moved_the_surface() -> None:
+    script = _build_script()
+    lo, hi = (np.asarray(b, dtype=float) for b in part_mesh("15254").bounds)
+
+    def box(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.array([[x, y, z] for x in (a[0], b[0]) for y in (a[1], b[1]) for z in (a[2], b[2])])
+
+    assert script._remesh_excess("15254", [box(lo - 0.27, hi + 0.27)]) == pytest.approx(0.27)
+    assert script._remesh_excess("15254", [box(lo, hi), box(lo + 1, hi - 1)]) == 0.0  # within: grown as usual
