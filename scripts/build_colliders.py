@@ -83,10 +83,13 @@ CHUNK_ABOVE_LDU = 250.0
 REMESH_RESOLUTION = 120
 """CoACD's manifold remeshing of an open mesh that MeshFix cannot repair: cells across the part (1 LDU on a 1×6 arch;
 at CoACD's default of 50 a stud would be two cells tall)."""
+REMESH_UP_TO_LDU = 150.0
+"""Parts up to this across (mesh diagonal) are remeshed when open (2.3 GB and 8 minutes for a 1×6 arch)."""
 MESH_NOTES = {
     "closed": "bricklayer's",
     "repaired": "bricklayer's is open: repaired by MeshFix (pymeshfix)",
-    "open": f"bricklayer's is open and MeshFix's repair loses the part: remeshed by CoACD at {REMESH_RESOLUTION} cells",
+    "remeshed": f"bricklayer's is open and MeshFix's repair loses the part: CoACD remeshed it ({REMESH_RESOLUTION} cells)",
+    "open": "bricklayer's, open (too large to remesh)",
 }
 REPAIR_BOUNDS_LDU = 0.05
 REPAIR_KEEPS_AREA = 0.95
@@ -247,7 +250,7 @@ def decompose(stem: str, threshold: float) -> bytes:
     coacd = require("coacd", "building collider decompositions")
 
     coacd.set_log_level("error")
-    remesh = closed_mesh(stem)[2] == "open" and not chunked(stem)
+    remesh = _remeshed(stem)
     options = {"preprocess_mode": "on", "preprocess_resolution": REMESH_RESOLUTION} if remesh else {}
     raw = [
         np.asarray(v, dtype=np.float64)
@@ -259,6 +262,13 @@ def decompose(stem: str, threshold: float) -> bytes:
     ]
     grow = GROW_LDU - (_remesh_excess(stem, raw) if remesh else 0.0)
     return colliders.encode([grown_hull(v, grow) for v in raw])
+
+
+def _remeshed(stem: str) -> bool:
+    """Whether :func:`decompose` has CoACD remesh a part: an ``"open"`` :func:`closed_mesh` up to
+    :data:`REMESH_UP_TO_LDU` across (beyond it a cell is too coarse for a stud and the memory too large: the open
+    mesh is cut as it is)."""
+    return closed_mesh(stem)[2] == "open" and _diagonal(stem) <= REMESH_UP_TO_LDU
 
 
 def _remesh_excess(stem: str, pieces: list[np.ndarray]) -> float:
@@ -361,7 +371,8 @@ def build(parts: dict[str, list[str]], work: Path) -> None:
             record.update(inset=colliders.COLLIDER_SHRINK_LDU, preprocess=PREPROCESS, reasons=parts[stem])
             if chunked(stem):
                 record.update(blocks=_block_count(stem), block_ldu=CHUNK_LDU)
-            record.update(mesh=MESH_NOTES[closed_mesh(stem)[2] if not chunked(stem) else "closed"])
+            state = closed_mesh(stem)[2]
+            record.update(mesh=MESH_NOTES["remeshed" if _remeshed(stem) else state])
             atomic_write_json(work / f"{colliders.member_name(stem)}.json", record)
             bar.advance(task)
     lock.close()
