@@ -88,7 +88,7 @@ REMESH_UP_TO_LDU = 150.0
 MESH_NOTES = {
     "closed": "bricklayer's",
     "repaired": "bricklayer's is open: repaired by MeshFix (pymeshfix)",
-    "remeshed": f"bricklayer's is open and MeshFix's repair loses the part: CoACD remeshed it ({REMESH_RESOLUTION} cells)",
+    "remeshed": f"bricklayer's is open, MeshFix's repair loses the part: remeshed by CoACD ({REMESH_RESOLUTION} cells)",
     "open": "bricklayer's, open (too large to remesh)",
 }
 REPAIR_BOUNDS_LDU = 0.05
