@@ -558,12 +558,9 @@ def seat_overlaps(stem: str, pieces: tuple[np.ndarray, ...] | None = None) -> li
     from brick_gym.core.meshes import OVERLAP_ALLOWANCE_LDU
 
     given = None if pieces is None else {stem: pieces}
-    out = []
-    for seat in seats(stem):
-        depth = colliders.penetration(stem, np.eye(4), seat.probe, seat.pose, given)
-        if depth > OVERLAP_ALLOWANCE_LDU:
-            out.append((seat, depth))
-    return out
+    found = seats(stem)
+    depths = colliders.penetrations(stem, [(seat.probe, seat.pose) for seat in found], given)
+    return [(seat, depth) for seat, depth in zip(found, depths, strict=True) if depth > OVERLAP_ALLOWANCE_LDU]
 
 
 def seated_collisions(stems: list[str], pieces: dict[str, tuple[np.ndarray, ...]] | None = None) -> list[str]:

@@ -199,6 +199,18 @@ def penetration(
     the convex pieces, margins taken off) on the shipped decompositions, or on ``pieces`` for the parts it names
     (vetting a decomposition before it ships); BrickBench calls more than 1 LDU a collision. LookupError when
     either part has no decomposition."""
+    relative = np.linalg.inv(np.asarray(pose_a, dtype=np.float64)) @ np.asarray(pose_b, dtype=np.float64)
+    return penetrations(stem_a, [(stem_b, relative)], pieces)[0]
+
+
+def penetrations(
+    stem: str,
+    others: Sequence[tuple[str, np.ndarray]],
+    pieces: Mapping[str, Sequence[np.ndarray]] | None = None,
+) -> list[float]:
+    """:func:`penetration` of part ``stem`` in its own frame with each (part, pose) of ``others``, in one Bullet
+    world: each part's compound is loaded once and moved from pose to pose (a 16×16 plate's thousands of pieces are
+    not loaded again for each of the hundreds of partners seated on it)."""
     import tempfile
 
     import pybullet as p
@@ -206,24 +218,32 @@ def penetration(
     client = p.connect(p.DIRECT)
     try:
         with tempfile.TemporaryDirectory(prefix="brick-gym-colliders-") as folder:
-            bodies = []
-            for stem, pose in ((stem_a, pose_a), (stem_b, pose_b)):
-                shape = compound_shape(client, stem, folder, (pieces or {}).get(stem))
-                if shape is None:
-                    raise LookupError(f"no shipped decomposition for part {stem!r}")
+            shapes: dict[str, int] = {}
+            bodies: dict[str, int] = {}
+
+            def body(part: str) -> int:
+                if part not in shapes:
+                    shape = compound_shape(client, part, folder, (pieces or {}).get(part))
+                    if shape is None:
+                        raise LookupError(f"no shipped decomposition for part {part!r}")
+                    shapes[part] = shape
+                return p.createMultiBody(0, shapes[part], physicsClientId=client)
+
+            host = body(stem)
+            depths = []
+            for other, pose in others:
+                if other not in bodies:
+                    bodies[other] = body(other)
                 pose = np.asarray(pose, dtype=np.float64)
-                quat = _quaternion(pose[:3, :3])
-                bodies.append(
-                    p.createMultiBody(
-                        0, shape, basePosition=pose[:3, 3].tolist(), baseOrientation=quat, physicsClientId=client
-                    )
+                p.resetBasePositionAndOrientation(
+                    bodies[other], pose[:3, 3].tolist(), _quaternion(pose[:3, :3]), physicsClientId=client
                 )
-            contacts = p.getClosestPoints(bodies[0], bodies[1], 2 * COLLIDER_SHRINK_LDU, physicsClientId=client)
+                contacts = p.getClosestPoints(host, bodies[other], 2 * COLLIDER_SHRINK_LDU, physicsClientId=client)
+                deepest = -min((c[8] for c in contacts), default=0.0)
+                depths.append(max(deepest - BULLET_MARGIN_LDU + 2 * COLLIDER_SHRINK_LDU, 0.0) if contacts else 0.0)
     finally:
         p.disconnect(physicsClientId=client)
-    if not contacts:
-        return 0.0
-    return max(-min(c[8] for c in contacts) - BULLET_MARGIN_LDU + 2 * COLLIDER_SHRINK_LDU, 0.0)
+    return depths
 
 
 def _quaternion(rotation: np.ndarray) -> list[float]:
