@@ -263,12 +263,12 @@ class _Resume:
         return int(self.state["timesteps"])
 
 
-def _resume_point(run_dir: Path) -> _Resume | None:
-    """The latest checkpoint of ``run_dir`` saved with its state (a checkpoint without one was cut short), with
-    the run's records cut back to it: ``episodes.jsonl`` to the episodes that ended by then, ``curve.jsonl`` to the
-    points before it (the resumed run evaluates its first point again), later checkpoints removed."""
+def latest_checkpoint(checkpoints: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The latest checkpoint in a run's ``train/checkpoints`` folder that a run can resume from, and its state: one
+    saved with a usable state record (a checkpoint without one was cut short, one with a damaged one is passed over).
+    The one rule for resuming a run and for carrying it (:mod:`brick_gym.rl.carry`)."""
     found = []
-    for state_path in (run_dir / "train" / "checkpoints").glob("rl_model_*_steps.json"):
+    for state_path in checkpoints.glob("rl_model_*_steps.json"):
         try:
             state = read_json(state_path)
         except (OSError, ValueError):
@@ -277,7 +277,19 @@ def _resume_point(run_dir: Path) -> _Resume | None:
             found.append((state["timesteps"], state_path, state))
     if not found:
         return None
-    timesteps, state_path, state = max(found, key=lambda f: f[0])
+    _, state_path, state = max(found, key=lambda f: f[0])
+    return state_path.with_suffix(".zip"), state
+
+
+def _resume_point(run_dir: Path) -> _Resume | None:
+    """The :func:`latest_checkpoint` of ``run_dir``, with the run's records cut back to it: ``episodes.jsonl`` to the
+    episodes that ended by then, ``curve.jsonl`` to the points before it (the resumed run evaluates its first point
+    again), later checkpoints removed."""
+    latest = latest_checkpoint(run_dir / "train" / "checkpoints")
+    if latest is None:
+        return None
+    checkpoint, state = latest
+    timesteps, state_path = state["timesteps"], checkpoint.with_suffix(".json")
     for later in state_path.parent.glob("rl_model_*_steps.*"):
         if _steps_of(later) > timesteps:
             later.unlink()
