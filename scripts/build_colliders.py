@@ -489,6 +489,13 @@ def pack(work: Path, archive: Path = ARCHIVE) -> Path:
             entries[member] = info
     if not entries:
         raise SystemExit(f"error: no finished parts in {work}")
+    from brick_gym.core.stability import pieces_moments
+
+    for member, info in entries.items():  # the drop test's mass moments, from the pieces as they ship
+        moments = pieces_moments(colliders.decode((work / member).read_bytes()))
+        if moments is not None:
+            volume, first, second = moments
+            info["mass"] = {"volume": float(volume), "first": first.tolist(), "second": second.tolist()}
     parts = {m[: -len(".npz")].replace("~", "/"): info for m, info in entries.items()}
     manifest = {"format": colliders.FORMAT_VERSION, "settings": _settings(), "parts": parts, "left_out": left_out}
     tmp = archive.with_name(f".{archive.name}.tmp")

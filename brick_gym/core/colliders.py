@@ -46,6 +46,9 @@ class Decomposition:
     stem: str
     pieces: tuple[np.ndarray, ...]
     threshold: float
+    mass: tuple[float, np.ndarray, np.ndarray] | None = None
+    """Volume, first and second moments of the pieces (``stability.pieces_moments``), as the build stored them; None
+    in an archive packed before they were."""
 
 
 def member_name(stem: str) -> str:
@@ -126,7 +129,16 @@ def decomposition(stem: str) -> Decomposition | None:
         return None
     with _LOCK:
         data = archive.read(member_name(stem))
-    return Decomposition(stem, decode(data), float(entry["threshold"]))
+    return Decomposition(stem, decode(data), float(entry["threshold"]), _mass(entry.get("mass")))
+
+
+def _mass(stored: Mapping[str, Any] | None) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """A manifest entry's mass moments as the drop test takes them (read-only arrays), or None."""
+    if stored is None:
+        return None
+    first, second = (np.array(stored[k], dtype=np.float64) for k in ("first", "second"))
+    first.flags.writeable = second.flags.writeable = False
+    return float(stored["volume"]), first, second
 
 
 def obj_text(pieces: Sequence[np.ndarray], header: str | None = None) -> str:

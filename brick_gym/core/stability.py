@@ -722,16 +722,26 @@ def _simulated_body(stem: str, colliders: str) -> _PartBody:
     colliders; its points (ground, motion) stay the mesh's, as do all of :func:`_part_body` otherwise. Cached."""
     body = _part_body(stem)
     found = decomposition(stem) if colliders == "decomposed" else None
+    moments = None if found is None else found.mass or pieces_moments(found.pieces)
+    if moments is None:
+        return body
+    return _PartBody(*moments, body.points, body.collider)
+
+
+def pieces_moments(pieces: Sequence[np.ndarray]) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """Volume, first and second moments of a decomposition: each convex piece's solid, summed (pieces may overlap,
+    as BrickNet's do); None when no piece has volume. The collider build stores them with each part
+    (``Decomposition.mass``), so that a 16×16 plate's 3,812 hulls are not made again in every process."""
     solids = []
-    for vertices in found.pieces if found is not None else ():
+    for vertices in pieces:
         with contextlib.suppress(QhullError, ValueError):  # a flat sliver has no volume
             solids.append(_moments(vertices[ConvexHull(vertices).simplices], vertices.mean(axis=0), absolute=True))
     if not solids:
-        return body
+        return None
     volume = sum(v for v, _, _ in solids)
     first = np.sum([f for _, f, _ in solids], axis=0)
     second = np.sum([s for _, _, s in solids], axis=0)
-    return _PartBody(volume, first, second, body.points, body.collider)
+    return volume, first, second
 
 
 def _part_points(

@@ -366,3 +366,17 @@ def test_remeshed_pieces_are_grown_less_by_how_far_the_remesh_moved_the_surface(
 
     assert script._remesh_excess("15254", [box(lo - 0.27, hi + 0.27)]) == pytest.approx(0.27)
     assert script._remesh_excess("15254", [box(lo, hi), box(lo + 1, hi - 1)]) == 0.0  # within: grown as usual
+
+
+@needs_data
+def test_the_stored_mass_moments_are_the_pieces_own_to_the_last_bit() -> None:
+    """The archive carries each part's mass moments (made by the build from the pieces as they ship), so that the
+    drop test does not make thousands of hulls again in every process; they must be exactly what it would compute."""
+    from brick_gym.core.stability import pieces_moments
+
+    for stem in ("3001", "3062b", "2780", *(s for s in ("91405", "3811") if s in SHIPPED)):
+        found = colliders.decomposition(stem)
+        assert found.mass is not None, stem
+        volume, first, second = pieces_moments(found.pieces)
+        assert found.mass[0] == volume and np.array_equal(found.mass[1], first), stem
+        assert np.array_equal(found.mass[2], second) and not found.mass[2].flags.writeable, stem
