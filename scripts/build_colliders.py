@@ -84,12 +84,13 @@ REMESH_RESOLUTION = 120
 """CoACD's manifold remeshing of an open mesh that MeshFix cannot repair: cells across the part (1 LDU on a 1×6 arch;
 at CoACD's default of 50 a stud would be two cells tall)."""
 REMESH_UP_TO_LDU = 150.0
-"""Parts up to this across (mesh diagonal) are remeshed when open (2.3 GB and 8 minutes for a 1×6 arch)."""
+"""Parts up to this across (mesh diagonal) are remeshed when open (2.3 GB and 8 minutes for a 1×6 arch); larger
+open parts up to :data:`CHUNK_ABOVE_LDU` are cut as they are, larger ones block by block."""
 MESH_NOTES = {
     "closed": "bricklayer's",
     "repaired": "bricklayer's is open: repaired by MeshFix (pymeshfix)",
     "remeshed": f"bricklayer's is open, MeshFix's repair loses the part: remeshed by CoACD ({REMESH_RESOLUTION} cells)",
-    "open": "bricklayer's, open (too large to remesh)",
+    "open": "bricklayer's, open",
 }
 REPAIR_BOUNDS_LDU = 0.05
 REPAIR_KEEPS_AREA = 0.95
@@ -184,14 +185,8 @@ def closed_mesh(stem: str) -> tuple[np.ndarray, np.ndarray, str]:
 
 
 def chunked(stem: str) -> bool:
-    """Whether a part is decomposed in :data:`CHUNK_LDU` blocks: larger than :data:`CHUNK_ABOVE_LDU` across, with a
-    closed mesh (the blocks' cut faces are filled in, which needs one)."""
-    if _diagonal(stem) <= CHUNK_ABOVE_LDU:
-        return False
-    import trimesh
-
-    vertices, faces, _ = closed_mesh(stem)
-    return bool(trimesh.Trimesh(vertices, faces, process=False).is_watertight)
+    """Whether a part is decomposed in :data:`CHUNK_LDU` blocks: larger than :data:`CHUNK_ABOVE_LDU` across."""
+    return _diagonal(stem) > CHUNK_ABOVE_LDU
 
 
 def _sized_diagonal(stem: str) -> float:
@@ -212,14 +207,16 @@ def threshold_for(stem: str) -> float:
     return round(base * min(1.0, _diagonal(REFERENCE_PART) / _sized_diagonal(stem)), 4)
 
 
-def blocks(stem: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The (vertices, faces) CoACD cuts: the part's :func:`closed_mesh`, or for a :func:`chunked` part its
-    :data:`CHUNK_LDU` square blocks (x and z, from the mesh's low corner), each cut with its cut faces filled in."""
-    vertices, faces, _ = closed_mesh(stem)
-    if not chunked(stem):
-        return [(vertices, faces)]
+def blocks(stem: str) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """The (vertices, faces, remesh) CoACD cuts: the part's :func:`closed_mesh`, or for a :func:`chunked` part its
+    :data:`CHUNK_LDU` square blocks (x and z, from the mesh's low corner), each cut with its cut faces filled in
+    (where the cut meets a crack of an open mesh, a face cannot be filled). ``remesh``: CoACD is to remesh it first
+    (:func:`decompose`): an open part up to :data:`REMESH_UP_TO_LDU` across, or a block of an open part that is open."""
     import trimesh
 
+    vertices, faces, state = closed_mesh(stem)
+    if not chunked(stem):
+        return [(vertices, faces, _remeshed(stem))]
     whole = trimesh.Trimesh(vertices, faces, process=False)
     lo, hi = whole.bounds
     out = []
@@ -237,7 +234,9 @@ def blocks(stem: str) -> list[tuple[np.ndarray, np.ndarray]]:
             block.update_faces(block.nondegenerate_faces())  # a cut through a vertex leaves zero-area triangles
             block.remove_unreferenced_vertices()
             if len(block.faces):
-                out.append((np.asarray(block.vertices, dtype=np.float64), np.asarray(block.faces, dtype=np.int32)))
+                remesh = state == "open" and not block.is_watertight  # a closed part's blocks: cut as they are
+                vertices = np.asarray(block.vertices, dtype=np.float64)
+                out.append((vertices, np.asarray(block.faces, dtype=np.int32), remesh))
     return out
 
 
@@ -250,18 +249,31 @@ def decompose(stem: str, threshold: float) -> bytes:
     coacd = require("coacd", "building collider decompositions")
 
     coacd.set_log_level("error")
-    remesh = _remeshed(stem)
-    options = {"preprocess_mode": "on", "preprocess_resolution": REMESH_RESOLUTION} if remesh else {}
-    raw = [
-        np.asarray(v, dtype=np.float64)
-        for vertices, faces in blocks(stem)
-        for v, _ in coacd.run_coacd(
-            coacd.Mesh(vertices, faces), threshold=threshold, seed=SEED, **{"preprocess_mode": PREPROCESS, **options}
-        )
-        if len(v) >= 4
-    ]
-    grow = GROW_LDU - (_remesh_excess(stem, raw) if remesh else 0.0)
-    return colliders.encode([grown_hull(v, grow) for v in raw])
+    pieces = []
+    for vertices, faces, remesh in blocks(stem):
+        options = {"preprocess_mode": "on", "preprocess_resolution": REMESH_RESOLUTION} if remesh else {}
+        raw = [
+            np.asarray(v, dtype=np.float64)
+            for v, _ in coacd.run_coacd(
+                coacd.Mesh(vertices, faces),
+                threshold=threshold,
+                seed=SEED,
+                **{"preprocess_mode": PREPROCESS, **options},
+            )
+            if len(v) >= 4
+        ]
+        grow = GROW_LDU - (_remesh_excess((vertices.min(axis=0), vertices.max(axis=0)), raw) if remesh else 0.0)
+        pieces += [grown_hull(v, grow) for v in raw]
+    return colliders.encode(pieces)
+
+
+def _mesh_note(stem: str) -> str:
+    """What a part's record says of the mesh CoACD cut (:data:`MESH_NOTES`, and how many blocks were remeshed)."""
+    found = blocks(stem)
+    if not chunked(stem):
+        return MESH_NOTES["remeshed" if found[0][2] else closed_mesh(stem)[2]]
+    remeshed = sum(remesh for _, _, remesh in found)
+    return f"{MESH_NOTES[closed_mesh(stem)[2]]}; {len(found)} blocks, {remeshed} of them open and remeshed by CoACD"
 
 
 def _remeshed(stem: str) -> bool:
@@ -271,9 +283,10 @@ def _remeshed(stem: str) -> bool:
     return closed_mesh(stem)[2] == "open" and _diagonal(stem) <= REMESH_UP_TO_LDU
 
 
-def _remesh_excess(stem: str, pieces: list[np.ndarray]) -> float:
-    """How far past the part's mesh bounds CoACD's remeshed pieces reach: the median over the six sides, at least 0."""
-    lo, hi = (np.asarray(b, dtype=np.float64) for b in part_mesh(stem).bounds)
+def _remesh_excess(bounds: tuple[np.ndarray, np.ndarray], pieces: list[np.ndarray]) -> float:
+    """How far past the remeshed mesh's ``bounds`` (low, high corners) CoACD's pieces reach: the median over the six
+    sides, at least 0."""
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in bounds)
     every = np.concatenate(pieces)
     return max(float(np.median(np.concatenate([lo - every.min(axis=0), every.max(axis=0) - hi]))), 0.0)
 
@@ -371,8 +384,7 @@ def build(parts: dict[str, list[str]], work: Path) -> None:
             record.update(inset=colliders.COLLIDER_SHRINK_LDU, preprocess=PREPROCESS, reasons=parts[stem])
             if chunked(stem):
                 record.update(blocks=_block_count(stem), block_ldu=CHUNK_LDU)
-            state = closed_mesh(stem)[2]
-            record.update(mesh=MESH_NOTES["remeshed" if _remeshed(stem) else state])
+            record.update(mesh=_mesh_note(stem))
             atomic_write_json(work / f"{colliders.member_name(stem)}.json", record)
             bar.advance(task)
     lock.close()

@@ -322,22 +322,30 @@ def test_a_chamfer_where_a_seated_stud_sits_is_carved_out_instead_of_refined(mon
 
 def test_large_parts_are_cut_in_closed_blocks_that_add_up_to_the_part() -> None:
     """A 4×12 plate is decomposed as three 4×4 blocks, each a closed mesh, at the threshold of a block's size; parts
-    up to :data:`CHUNK_ABOVE_LDU` across, and parts whose mesh is open (a 6×12 plate's), are decomposed whole."""
+    up to :data:`CHUNK_ABOVE_LDU` across are decomposed whole. A 6×12 plate's mesh is open: of its six blocks those
+    the crack runs through are remeshed by CoACD (open there), the others cut as they are."""
     pytest.importorskip("shapely")
     import trimesh
 
     script = _build_script()
-    assert not script.chunked("3001") and not script.chunked("3028")  # small; open mesh
+    assert not script.chunked("3001") and script.chunked("3028")
     assert script.chunked("3029") and script._block_count("3029") == 3
-    assert script.threshold_for("3029") > 2 * script.threshold_for("3028")  # a block is a third of the plate
+    whole_rule = script.COARSE * script._diagonal("3001") / script._diagonal("3029")  # the plate's, uncut
+    assert script.threshold_for("3029") > 2 * whole_rule  # a block is a third of the plate
     whole = part_mesh("3029")
-    pieces = [trimesh.Trimesh(v, f, process=False) for v, f in script.blocks("3029")]
+    found = script.blocks("3029")
+    assert not any(remesh for _, _, remesh in found)
+    pieces = [trimesh.Trimesh(v, f, process=False) for v, f, _ in found]
     assert len(pieces) == 3 and all(p.is_watertight for p in pieces)
     assert all(np.ptp(p.vertices[:, [0, 2]], axis=0).max() <= script.CHUNK_LDU + 1e-6 for p in pieces)
     volume = trimesh.Trimesh(whole.vertices, whole.faces, process=False).volume
     assert sum(p.volume for p in pieces) == pytest.approx(volume, rel=1e-6)
-    ((vertices, faces),) = script.blocks("3001")  # a small part: its mesh as it is
+    ((vertices, faces, remesh),) = script.blocks("3001")  # a small part: its mesh as it is
+    assert not remesh
     assert np.array_equal(vertices, part_mesh("3001").vertices) and np.array_equal(faces, part_mesh("3001").faces)
+    open_plate = script.blocks("3028")
+    assert len(open_plate) == 6 and 0 < sum(remesh for _, _, remesh in open_plate) < 6
+    assert all(remesh is not trimesh.Trimesh(v, f, process=False).is_watertight for v, f, remesh in open_plate)
 
 
 def test_an_open_mesh_is_repaired_only_where_the_repair_keeps_the_part() -> None:
@@ -364,8 +372,10 @@ def test_remeshed_pieces_are_grown_less_by_how_far_the_remesh_moved_the_surface(
     def box(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.array([[x, y, z] for x in (a[0], b[0]) for y in (a[1], b[1]) for z in (a[2], b[2])])
 
-    assert script._remesh_excess("15254", [box(lo - 0.27, hi + 0.27)]) == pytest.approx(0.27)
-    assert script._remesh_excess("15254", [box(lo, hi), box(lo + 1, hi - 1)]) == 0.0  # within: grown as usual
+    assert script._remesh_excess((lo, hi), [box(lo - 0.27, hi + 0.27)]) == pytest.approx(0.27)
+    assert script._remesh_excess((lo, hi), [box(lo, hi), box(lo + 1, hi - 1)]) == 0.0  # within: grown as usual
+    ((_, _, remesh),) = script.blocks("15254")
+    assert remesh and script._mesh_note("15254") == script.MESH_NOTES["remeshed"]
 
 
 @needs_data
