@@ -52,6 +52,7 @@ component, 50 × 40 courses) ~55–70 ms; 400 separate five-brick towers ~1.2 s 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import tempfile
 import threading
@@ -65,7 +66,7 @@ import pybullet as p
 from scipy.spatial import ConvexHull, QhullError, cKDTree
 from scipy.spatial.transform import Rotation
 
-from brick_gym.core.colliders import COLLIDER_SHRINK_LDU, decomposed_parts, decomposition
+from brick_gym.core.colliders import COLLIDER_SHRINK_LDU, decomposed_parts, decomposition, stored_mass
 from brick_gym.core.collision import overlapping_boxes
 from brick_gym.core.meshes import SHIPPED_INSET_LDU, grown_hull, hull_points, part_mesh
 
@@ -231,13 +232,26 @@ def _part_body(stem: str) -> _PartBody:
         usable = np.linalg.eigvalsh(central).min() >= -1e-9 * np.trace(central)
     if not usable:
         volume, first, second = hull
-    keep = np.ones(len(mesh.vertices), dtype=bool)
-    for frame in _stud_frames(stem.lower()):
-        local = (mesh.vertices - frame[:3, 3]) @ frame[:3, :3]
-        inside = (local[:, 1] >= _STUD_BAND[0]) & (local[:, 1] <= _STUD_BAND[1])
-        keep &= ~(inside & (np.hypot(local[:, 0], local[:, 2]) <= _STUD_RADIUS))
+    keep = _off_studs(stem, np.asarray(mesh.vertices, dtype=np.float64))
     collider = grown_hull(mesh.vertices[keep] if keep.sum() >= 4 else points, SHIPPED_INSET_LDU - COLLIDER_SHRINK_LDU)
     return _PartBody(volume, first, second, points, collider)
+
+
+def _off_studs(stem: str, vertices: np.ndarray) -> np.ndarray:
+    """Which mesh vertices are outside every stud's cylinder (the collider leaves studs out). Only the vertices in
+    a ball around a stud, which holds its cylinder, are tested: a 32×32 base plate has 1,024 studs."""
+    keep = np.ones(len(vertices), dtype=bool)
+    frames = _stud_frames(stem.lower())
+    if not frames:
+        return keep
+    reach = math.hypot(_STUD_RADIUS, max(abs(b) for b in _STUD_BAND)) + 1e-6
+    near = cKDTree(vertices).query_ball_point(np.array([f[:3, 3] for f in frames]), reach)
+    for frame, found in zip(frames, near, strict=True):
+        index = np.asarray(found, dtype=np.intp)
+        local = (vertices[index] - frame[:3, 3]) @ frame[:3, :3]
+        inside = (local[:, 1] >= _STUD_BAND[0]) & (local[:, 1] <= _STUD_BAND[1])
+        keep[index[inside & (np.hypot(local[:, 0], local[:, 2]) <= _STUD_RADIUS)]] = False
+    return keep
 
 
 def _contact_regions(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, pad: float) -> dict[int, np.ndarray]:
@@ -721,8 +735,9 @@ def _simulated_body(stem: str, colliders: str) -> _PartBody:
     its mass moments are the convex pieces' (each piece's solid, summed), as BrickAgent takes them from BrickNet's
     colliders; its points (ground, motion) stay the mesh's, as do all of :func:`_part_body` otherwise. Cached."""
     body = _part_body(stem)
-    found = decomposition(stem) if colliders == "decomposed" else None
-    moments = None if found is None else found.mass or pieces_moments(found.pieces)
+    moments = stored_mass(stem) if colliders == "decomposed" else None
+    if moments is None and colliders == "decomposed" and (found := decomposition(stem)) is not None:
+        moments = pieces_moments(found.pieces)  # an archive built before the mass moments were stored
     if moments is None:
         return body
     return _PartBody(*moments, body.points, body.collider)

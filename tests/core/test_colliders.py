@@ -388,3 +388,25 @@ def test_the_stored_mass_moments_are_the_pieces_own_to_the_last_bit() -> None:
         volume, first, second = pieces_moments(found.pieces)
         assert found.mass[0] == volume and np.array_equal(found.mass[1], first), stem
         assert np.array_equal(found.mass[2], second) and not found.mass[2].flags.writeable, stem
+        assert np.array_equal(colliders.stored_mass(stem)[2], second), stem
+    assert colliders.stored_mass("no-such-part") is None
+
+
+@needs_data
+def test_the_drop_test_takes_a_parts_mass_without_decoding_its_pieces(monkeypatch) -> None:
+    """A model on a large decomposed part (the 32×32 base plate's 2,645 pieces) does not pay for decoding them to
+    weigh it: the body's moments come from the manifest."""
+    from brick_gym.core import stability
+
+    stem = "3811" if "3811" in SHIPPED else "3001"
+
+    def refuse(part: str) -> None:
+        raise AssertionError(f"decoded {part}")
+
+    monkeypatch.setattr(stability, "decomposition", refuse)
+    stability._simulated_body.cache_clear()
+    try:
+        body = stability._simulated_body(stem, "decomposed")
+    finally:
+        stability._simulated_body.cache_clear()
+    assert body.volume == colliders.stored_mass(stem)[0]

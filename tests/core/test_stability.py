@@ -409,3 +409,19 @@ def test_components_with_the_same_collider_text_share_one_compound_and_move_exac
     alone = drop_test(scene)
     assert len([name for name in loaded if name]) == len(scene)
     assert shared.components == alone.components
+
+
+@pytest.mark.parametrize("stem", ["3001", "3062b", "3039", "30414", "3811"])
+def test_the_studs_left_out_of_a_collider_are_those_of_every_stud_cylinder(stem: str) -> None:
+    """The nearby-vertices lookup keeps exactly what testing every vertex against every stud keeps (a 32×32 base
+    plate's 1,024 studs, side studs, a round brick, a slope)."""
+    from brick_gym.core.stability import _STUD_BAND, _STUD_RADIUS, _off_studs, _stud_frames
+
+    vertices = np.asarray(part_mesh(stem).vertices, dtype=np.float64)
+    every = np.ones(len(vertices), dtype=bool)
+    for frame in _stud_frames(stem):
+        local = (vertices - frame[:3, 3]) @ frame[:3, :3]
+        inside = (local[:, 1] >= _STUD_BAND[0]) & (local[:, 1] <= _STUD_BAND[1])
+        every &= ~(inside & (np.hypot(local[:, 0], local[:, 2]) <= _STUD_RADIUS))
+    kept = _off_studs(stem, vertices)
+    assert np.array_equal(kept, every) and (~kept).any()
