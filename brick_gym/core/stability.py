@@ -732,12 +732,11 @@ def _compass(v: np.ndarray) -> str:
 @cache
 def _simulated_body(stem: str, colliders: str) -> _PartBody:
     """The body the drop test gives one part type. With ``"decomposed"`` colliders and a shipped decomposition,
-    its mass moments are the convex pieces' (each piece's solid, summed), as BrickAgent takes them from BrickNet's
-    colliders; its points (ground, motion) stay the mesh's, as do all of :func:`_part_body` otherwise. Cached."""
+    its mass moments are the convex pieces' (each piece's solid, summed; stored by the build), as BrickAgent takes
+    them from BrickNet's colliders; its points (ground, motion) stay the mesh's, as do all of :func:`_part_body`
+    otherwise. Cached."""
     body = _part_body(stem)
-    moments = stored_mass(stem) if colliders == "decomposed" else None
-    if moments is None and colliders == "decomposed" and (found := decomposition(stem)) is not None:
-        moments = pieces_moments(found.pieces)  # an archive built before the mass moments were stored
+    moments = stored_mass(stem) if colliders == "decomposed" else None  # packed with every part that has volume
     if moments is None:
         return body
     return _PartBody(*moments, body.points, body.collider)
