@@ -9,6 +9,7 @@ median of the per-course ratios, with their range), and just before and after ea
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import subprocess
@@ -122,6 +123,7 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     figures["full_check_first_call_s"] = first
     figures["full_check_valid"] = stability
     figures["full_check_touching_towers_s"] = _touching_towers_check_s(50 if quick else 2000)
+    figures["full_check_base_plate_s"] = _base_plate_check_s()
     figures["brickagent_attach_us"] = stick.median_us() if stick is not None else None
     figures["placement_vs_brickagent_ratio"] = round(statistics.median(paired), 3) if paired else None
     figures["placement_vs_brickagent_ratio_range"] = [round(min(paired), 3), round(max(paired), 3)] if paired else None
@@ -165,6 +167,33 @@ def _touching_towers_check_s(pieces: int) -> dict[str, Any]:
         out[colliders] = round(time.perf_counter() - t, 4)
         out[f"{colliders}_valid"] = report.valid
     return out
+
+
+def base_plate_model(towers: int = 4, height: int = 5) -> Assembly:
+    """A 32×32 base plate (3811, decomposed into 64 blocks of 2,645 pieces) with ``towers`` towers of 2×4 bricks
+    on it: a small model whose full check pays for a large part's collider, as a BrickBench build usually does."""
+    asm = Assembly(name="base plate")
+    plate = asm.add("3811", "green").piece
+    for k in range(towers):
+        top = asm.attach("3001", "red", to=f"{plate}.stud[{k * 130}]").piece
+        for _ in range(height - 1):
+            top = asm.attach("3001", "red", to=f"{top}.stud[0]").piece
+    return asm
+
+
+def _base_plate_check_s() -> dict[str, Any]:
+    """Full-check seconds in a fresh process (what each sandboxed run pays): a one-brick check first (the check's
+    lazy imports: scipy, pybullet), then :func:`base_plate_model` twice (the first decodes the plate's collider)."""
+    code = (
+        "import json, time; from brick_gym.bench.speed import base_plate_model; from brick_gym.core.assembly import "
+        "Assembly; from brick_gym.core.validity import check; one = Assembly(); one.add('3001', 'red'); "
+        "a = base_plate_model(); t0 = time.perf_counter(); check(one); t = time.perf_counter(); first = check(a); "
+        "t1 = time.perf_counter(); again = check(a); t2 = time.perf_counter(); print(json.dumps({'pieces': len(a), "
+        "'imports': round(t - t0, 4), 'first': round(t1 - t, 4), 'repeat': round(t2 - t1, 4), "
+        "'valid': first.valid and again.valid}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _env_step_vs_place_us(n_pieces: int, steps: int = 40) -> tuple[float, float]:

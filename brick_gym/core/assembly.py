@@ -291,7 +291,8 @@ class Assembly:
         self.usage: Counter[tuple[str, int]] = Counter()
         self._next_id = 0
         self._links: dict[tuple[int, int], dict[tuple[int, int], Joint]] = {}
-        self._adjacent: dict[int, Counter[int]] = {}
+        self._adjacent: dict[int, dict[int, int]] = {}
+        """piece -> {neighbour: joints between them} (plain dicts: a Counter costs microseconds per placement)."""
         self._component_of: dict[int, int] = {}
         self._members: dict[int, set[int]] = {}
         self._conn_grid = jx.ConnectorGrid()
@@ -644,7 +645,8 @@ class Assembly:
         joined: bool = True,
         explain: bool = True,
     ) -> Outcome:
-        if np.abs(pose[:3, 3]).max() > MAX_COORDINATE_LDU:
+        x, y, z = pose[0, 3], pose[1, 3], pose[2, 3]
+        if max(abs(x), abs(y), abs(z)) > MAX_COORDINATE_LDU:
             return _refuse(
                 "bad_pose",
                 f"{part.stem} ('{part.name}') would sit at {_point(pose[:3, 3])}, outside ±{MAX_COORDINATE_LDU:,.0f} "
@@ -749,17 +751,18 @@ class Assembly:
         pieces by looking up the cells above and below it; everything else goes through the connector grid."""
         rule = self._lattice_rule(piece)
         if rule is not None:
-            found = self._lattice_joints(piece.id, *rule)
+            pairs = self._lattice_pairs(piece.id, *rule)
             if len(self.pieces) == len(self._lattice_ids):  # only lattice joints: each end once, all exact
                 links = self._links  # what select would keep: in its order, ends joined elsewhere left out
                 return [
                     Joint(a[0], a[1], b[0], b[1], _STUD_FAMILY, 0.0)
-                    for _, a, b, _ in sorted(found)
+                    for a, b in sorted(pairs)
                     if not (links.get(a) or links.get(b))
                 ]
             if self._loaded:  # pieces off the rule: ask the connector grid for those
                 self._index(set(self._loaded))
             lattice = self._lattice_ids
+            found = [jx.Candidate(0.0, a, b, jx.STUD) for a, b in pairs]
             found += [c for c in self._grid_joints(piece) if (c.b[0] if c.a[0] == piece.id else c.a[0]) not in lattice]
         else:
             self._index_pending()
@@ -778,17 +781,20 @@ class Assembly:
         table = lattice_connectors(piece.part.stem)
         return None if table is None else (*piece.lattice, table)
 
-    def _lattice_joints(self, pid: int, q: int, cells: Range, table: LatticeConnectors) -> list[jx.Candidate]:
-        """Stud joints with lattice-rule pieces: a stud meets the hole right above it, exactly."""
+    def _lattice_pairs(
+        self, pid: int, q: int, cells: Range, table: LatticeConnectors
+    ) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """Stud joints with lattice-rule pieces, as ordered (end, end) pairs: a stud meets the hole right above it,
+        exactly (so residual 0 and the stud family go without saying)."""
         i0, j0, k0, _, j1, _ = cells
         out = []
         for conns, at, layer in ((table.holes[q], self._studs_at, j0), (table.studs[q], self._holes_at, j1 + 1)):
+            get = at.get
             for idx, di, dk in conns:
-                hit = at.get((i0 + di, layer, k0 + dk))
+                hit = get((i0 + di, layer, k0 + dk))
                 if hit is not None:
                     mine = (pid, idx)
-                    a, b = (mine, hit) if mine <= hit else (hit, mine)
-                    out.append(jx.Candidate(0.0, a, b, jx.STUD))
+                    out.append((mine, hit) if mine <= hit else (hit, mine))
         return out
 
     def _grid_joints(self, piece: Piece) -> list[jx.Candidate]:
@@ -835,13 +841,15 @@ class Assembly:
         self._component_of[pid] = pid
         self._members[pid] = {pid}
         links, adjacent = self._links, self._adjacent
-        mine = adjacent[pid] = Counter()
+        mine: dict[int, int] = {}
+        adjacent[pid] = mine
         for j in joints:  # each joins this piece: its links, then one merge per neighbour
             links.setdefault((j.a, j.a_conn), {})[(j.b, j.b_conn)] = j
             links.setdefault((j.b, j.b_conn), {})[(j.a, j.a_conn)] = j
             other = j.b if j.a == pid else j.a
-            mine[other] += 1
-            adjacent[other][pid] += 1
+            mine[other] = mine.get(other, 0) + 1
+            theirs = adjacent[other]
+            theirs[pid] = theirs.get(pid, 0) + 1
         for other in mine:
             self._merge(pid, other)
 
@@ -849,8 +857,9 @@ class Assembly:
         """Record a joint between two placed pieces."""
         self._links.setdefault((j.a, j.a_conn), {})[(j.b, j.b_conn)] = j
         self._links.setdefault((j.b, j.b_conn), {})[(j.a, j.a_conn)] = j
-        self._adjacent[j.a][j.b] += 1
-        self._adjacent[j.b][j.a] += 1
+        for end, other in ((j.a, j.b), (j.b, j.a)):
+            counts = self._adjacent[end]
+            counts[other] = counts.get(other, 0) + 1
         self._merge(j.a, j.b)
 
     def _record(self, connection: Connection) -> None:

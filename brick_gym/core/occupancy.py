@@ -351,10 +351,11 @@ class CellIndex:
     def add(self, piece: int, rng: Range) -> None:
         """Index a piece's cells (its id must not be present)."""
         self._ranges[piece] = rng
-        table = self._cells
+        table, mine = self._cells, (piece,)
+        get = table.get
         for c in cells(rng):
-            hit = table.get(c)
-            table[c] = (piece,) if hit is None else (*hit, piece)
+            hit = get(c)
+            table[c] = mine if hit is None else hit + mine
 
     def remove(self, piece: int) -> None:
         """Drop a piece's cells."""

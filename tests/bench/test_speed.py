@@ -14,6 +14,9 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
     assert set(figures["placement_us"]) == {"50", "400"}
     assert all(v > 0 for v in figures["placement_us"].values()) and figures["placement_mean_us"] > 0
     assert figures["full_check_s"]["400"] > 0 and figures["full_check_valid"]["400"] is True
+    plate = figures["full_check_base_plate_s"]
+    assert plate["pieces"] == 21 and plate["valid"] is True
+    assert plate["imports"] > 0 and plate["first"] > 0 and plate["repeat"] > 0
     assert figures["brickagent_attach_us"] > 0 and figures["placement_vs_brickagent_ratio"] > 0
     low, high = figures["placement_vs_brickagent_ratio_range"]
     assert 0 < low <= figures["placement_vs_brickagent_ratio"] <= high
@@ -48,3 +51,16 @@ def test_the_yardstick_times_brickagent_a_course_at_a_time_on_a_wall_of_at_most_
     assert len(stick.times_s) == sum(per_course)
     result, mean_us = stick.around(lambda: "figure")
     assert result == "figure" and mean_us > 0 and stick.median_us() > 0
+
+
+def test_the_base_plate_model_stands_on_one_large_decomposed_part() -> None:
+    """The large-part check figure times what it says: four 5-brick towers joined to a 32×32 base plate, one
+    component, valid, the plate's collider a shipped decomposition."""
+    from brick_gym.bench.speed import base_plate_model
+    from brick_gym.core.colliders import stored_mass
+    from brick_gym.core.validity import check
+
+    model = base_plate_model()
+    assert [p.part.stem for p in model].count("3811") == 1 and len(model) == 21
+    assert model.component_count == 1 and check(model).valid
+    assert stored_mass("3811") is not None
