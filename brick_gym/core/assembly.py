@@ -1016,15 +1016,18 @@ def scratch_table(pieces: dict[int, Piece]) -> JointTable:
         return JointTable.from_rows(jx.scratch_rows(pieces))
 
 
+_SNAP = np.array([[1e-12, 1e-12, 1e-12, 1e-9]] * 3)
+"""How far a pose's rotation entries (LDU for translations) may sit from a whole number and be snapped to it."""
+
+
 def _frozen(pose: np.ndarray) -> np.ndarray:
     """A read-only copy with round-off snapped: rotation entries within 1e-12 of 0 or ±1 and translations within
     1e-9 LDU of a whole LDU become exact, so that parts placed on the lattice sit exactly on it."""
-    rows = np.asarray(pose, dtype=np.float64).tolist()
-    for row in rows[:3]:
-        for c, v in enumerate(row):
-            n = round(v)
-            row[c] = n + 0.0 if abs(v - n) <= (1e-9 if c == 3 else 1e-12) else v + 0.0  # + 0.0: no negative zeros
-    p = np.array(rows)
+    p = np.array(pose, dtype=np.float64)
+    top = p[:3]
+    whole = np.rint(top)
+    np.copyto(top, whole, where=np.abs(top - whole) <= _SNAP)
+    top += 0.0  # no negative zeros
     p.flags.writeable = False
     return p
 

@@ -6,6 +6,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
 from brick_gym.core.catalog import part
@@ -312,3 +314,33 @@ def test_degrees_count_the_pieces_joined_to_each_and_follow_undo() -> None:
     assert asm.degrees([0, 1, 2]) == [1, 2, 1] == [asm.degree(i) for i in (0, 1, 2)]
     asm.undo()
     assert asm.degrees([0, 1, 2]) == [1, 1, 0]
+
+
+def _snapped_one_by_one(pose: np.ndarray) -> list[list[float]]:
+    """What snapping means, entry by entry: rotation entries within 1e-12 of a whole number and translations within
+    1e-9 LDU of one become that number; nothing is a negative zero."""
+    rows = pose.tolist()
+    for row in rows[:3]:
+        for c, v in enumerate(row):
+            n = round(v)
+            row[c] = n + 0.0 if abs(v - n) <= (1e-9 if c == 3 else 1e-12) else v + 0.0
+    return rows
+
+
+_NEAR_WHOLE = st.one_of(
+    st.integers(-1000, 1000).flatmap(lambda n: st.floats(n - 2e-9, n + 2e-9)),
+    st.floats(-1e6, 1e6, allow_nan=False),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e-13, -1e-13, 5e-10, 0.5]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_NEAR_WHOLE, min_size=12, max_size=12))
+def test_a_frozen_pose_is_snapped_entry_by_entry(entries: list[float]) -> None:
+    from brick_gym.core.assembly import _frozen
+
+    pose = np.vstack([np.array(entries).reshape(3, 4), [0.0, 0.0, 0.0, 1.0]])
+    frozen = _frozen(pose)
+    expected = _snapped_one_by_one(pose)
+    assert frozen.tolist() == expected and not frozen.flags.writeable
+    assert not np.signbit(frozen[:3][frozen[:3] == 0]).any()
