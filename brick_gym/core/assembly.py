@@ -61,9 +61,12 @@ REASONS = (
 _STUD_FAMILY = jx.family_name(jx.STUD)
 
 
-@dataclass(frozen=True, order=True)
-class ConnectorRef:
-    """A connector of a placed piece: (piece id, group, index in group), e.g. ``7.stud[3]``."""
+_REF_PATTERN = re.compile(r"^\s*(\d+)\s*[.:]\s*([A-Za-z0-9_]+)\s*\[\s*(-?\d+)\s*\]\s*$")
+
+
+class ConnectorRef(NamedTuple):
+    """A connector of a placed piece: (piece id, group, index in group), e.g. ``7.stud[3]``. A named tuple: refs
+    key the dictionaries of every candidate list and observation, and a tuple hashes and compares in C."""
 
     piece: int
     group: str
@@ -72,15 +75,13 @@ class ConnectorRef:
     def __str__(self) -> str:
         return f"{self.piece}.{self.group}[{self.index}]"
 
-    _PATTERN = re.compile(r"^\s*(\d+)\s*[.:]\s*([A-Za-z0-9_]+)\s*\[\s*(-?\d+)\s*\]\s*$")
-
     @classmethod
     def parse(cls, value: ConnectorRef | str | tuple | list) -> ConnectorRef:
         """From ``"7.stud[3]"``, ``(7, "stud", 3)`` or a ConnectorRef; ValueError says the expected form."""
         if isinstance(value, ConnectorRef):
             return value
         if isinstance(value, str):
-            m = cls._PATTERN.match(value)
+            m = _REF_PATTERN.match(value)
             if m:
                 return cls(int(m.group(1)), m.group(2), int(m.group(3)))
         elif isinstance(value, tuple | list) and len(value) == 3:
@@ -580,12 +581,11 @@ class Assembly:
     # ----- internals -----------------------------------------------------------------------------------------
     def _resolve_mate(self, part: Part, placement: Placement) -> Outcome | tuple[np.ndarray, tuple[int, int, int]]:
         target = placement.target
-        if isinstance(target, str | tuple | list):
+        if not isinstance(target, ConnectorRef):
             try:
                 target = ConnectorRef.parse(target)
             except ValueError as exc:
                 return _refuse("bad_connector", str(exc))
-        assert isinstance(target, ConnectorRef)
         host = self.pieces.get(target.piece)
         if host is None:
             return _refuse("no_piece", f"target {target}: no piece #{target.piece} in the assembly")

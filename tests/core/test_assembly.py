@@ -344,3 +344,30 @@ def test_a_frozen_pose_is_snapped_entry_by_entry(entries: list[float]) -> None:
     expected = _snapped_one_by_one(pose)
     assert frozen.tolist() == expected and not frozen.flags.writeable
     assert not np.signbit(frozen[:3][frozen[:3] == 0]).any()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON)
+def test_any_target_is_placed_or_refused_with_a_reason_never_raised(target: object) -> None:
+    """A placement's target may be anything an agent's JSON holds (it used to trip an assertion when it was neither
+    a string, a sequence nor a ConnectorRef): the answer is a placement or a refusal naming what was wrong."""
+    a = Assembly()
+    a.add("3001", "red")
+    outcome = a.place(Placement("3001", "red", target=target))  # type: ignore[arg-type]
+    refusals = {"bad_connector", "no_piece", "no_mate", "occupied", "collision"}  # None: a free placement at the origin
+    assert outcome.ok or (outcome.reason in refusals and outcome.message)
+
+
+def test_a_connector_ref_hashes_equals_and_sorts_as_its_fields() -> None:
+    refs = [ConnectorRef(2, "stud", 0), ConnectorRef(0, "stud", 3), ConnectorRef(0, "hole", 1)]
+    assert sorted(refs) == [ConnectorRef(0, "hole", 1), ConnectorRef(0, "stud", 3), ConnectorRef(2, "stud", 0)]
+    assert {ConnectorRef.parse("0.stud[3]"): 1}[ConnectorRef(0, "stud", 3)] == 1
+    assert str(ConnectorRef.parse([0, "stud", 3])) == "0.stud[3]"
+    assert pickle.loads(pickle.dumps(refs)) == refs
