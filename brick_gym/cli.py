@@ -164,9 +164,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_speed(args: argparse.Namespace) -> int:
     """Measure placement, full-check and other throughput figures; print them (JSON with --json)."""
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     from brick_gym.bench.speed import format_figures, run_speed
 
-    figures = run_speed(quick=args.quick)
+    console = Console(stderr=True)
+    if console.is_terminal:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar:
+            task = bar.add_task("speed", total=None)
+            figures = run_speed(quick=args.quick, on_stage=lambda stage: bar.update(task, description=stage))
+    else:  # logs and pipes: one line per stage on stderr, stdout keeps the figures alone
+        figures = run_speed(quick=args.quick, on_stage=lambda stage: print(f"speed: {stage}", file=sys.stderr))
     print(json.dumps(figures, indent=2) if args.json else format_figures(figures))
     return 0
 

@@ -15,6 +15,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -78,12 +79,14 @@ def machine() -> dict[str, Any]:
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__}
 
 
-def run_speed(*, quick: bool = False) -> dict[str, Any]:
-    """Measure every figure; ``quick`` shrinks the largest sizes (for smoke tests, not for reporting)."""
+def run_speed(*, quick: bool = False, on_stage: Callable[[str], None] = lambda stage: None) -> dict[str, Any]:
+    """Measure every figure; ``quick`` shrinks the largest sizes (for smoke tests, not for reporting). ``on_stage``
+    hears what is being measured as each part starts (a full run takes minutes)."""
     from brick_gym.core.catalog import catalog
 
     sizes = (50, 400) if quick else (50, 400, 2000)
     figures: dict[str, Any] = {"quick": quick, "machine": machine()}
+    on_stage("import and catalogue times (fresh processes)")
     figures["import_s"] = round(
         _subprocess_seconds("import time; t=time.perf_counter(); import brick_gym; print(time.perf_counter()-t)"), 3
     )
@@ -94,6 +97,7 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
         ),
         3,
     )
+    on_stage(f"checked placement on a growing {max(sizes):,}-piece wall, BrickAgent's attach between courses")
     catalog()
     running_bond_wall(5, 4)  # warm part caches and the pair-verdict memo
     stick = yardstick()
@@ -112,6 +116,7 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     full: dict[str, float] = {}
     first: dict[str, float] = {}
     stability: dict[str, bool] = {}
+    on_stage("full checks: walls, touching towers, a model on a 32×32 base plate")
     for n in sizes[1:]:
         asm = running_bond_wall(WALL_BRICKS_PER_COURSE, _courses_for(n))
         for store in (first, full):  # the first check in a process also pays for imports (scipy, pybullet)
@@ -127,16 +132,20 @@ def run_speed(*, quick: bool = False) -> dict[str, Any]:
     figures["brickagent_attach_us"] = stick.median_us() if stick is not None else None
     figures["placement_vs_brickagent_ratio"] = round(statistics.median(paired), 3) if paired else None
     figures["placement_vs_brickagent_ratio_range"] = [round(min(paired), 3), round(max(paired), 3)] if paired else None
+    on_stage("checked placement of a non-box part")
     if stick is not None:
         figures["non_box_placement_us"], theirs = stick.around(lambda: _non_box_placement_us(sizes[:2]))
     else:
         figures["non_box_placement_us"], theirs = _non_box_placement_us(sizes[:2]), None
     other = figures["non_box_placement_us"].get("400") or figures["non_box_placement_us"].get("50")
     figures["non_box_placement_vs_brickagent_ratio"] = round(other / theirs, 3) if other and theirs else None
+    on_stage("rendering 8 views")
     figures.update(_render_figures(quick))
+    on_stage("env steps beside bare placements")
     figures.update(_env_figures(sizes[:2], quick))
     try:
-        figures["registered_envs"] = _registered_figures(quick, stick)
+        figures["registered_envs"] = _registered_figures(quick, stick, on_stage)
+        on_stage("AltBuild-v0 random masked episodes")
         figures.update(_altbuild_figures(40 if quick else 200))
     except ImportError as exc:  # the rl extra is not installed
         figures["registered_envs_error"] = f"{type(exc).__name__}: {exc}"
@@ -285,7 +294,7 @@ def _non_box_placement_us(sizes: tuple[int, ...]) -> dict[str, float | None]:
     return {str(n): _window_median_us(rec.timings, min(n, len(rec) - 25)) for n in sizes}
 
 
-def _registered_figures(quick: bool, stick: Yardstick | None) -> dict[str, Any]:
+def _registered_figures(quick: bool, stick: Yardstick | None, on_stage: Callable[[str], None]) -> dict[str, Any]:
     """For every registered id, and Set with the candidate encoding: reset time (seeds met before in this process,
     and new ones: a fidelity target is then generated) and random-masked steps per second around 50 and 400 pieces
     (ids whose budget is smaller: over whole episodes), each also as a ratio to BrickAgent's unchecked ``attach``
@@ -297,6 +306,7 @@ def _registered_figures(quick: bool, stick: Yardstick | None) -> dict[str, Any]:
     runs = [(env_id.split("/")[-1], env_id, {}) for env_id in ENV_IDS]
     runs.append(("Set-v0 candidates", "BrickGym/Set-v0", {"encoding": "candidates"}))  # the issue's exact-mask Set
     for label, env_id, options in runs:
+        on_stage(f"{label}: resets and random masked steps")
         first_seed = 10_000 + 100 * len(out)  # seeds no id before this one met (ids share a process's target cache)
         if stick is None:
             row, medians = _registered_row(env_id, options, quick, first_seed)

@@ -9,7 +9,11 @@ from brick_gym.cli import main
 
 def test_speed_quick_reports_every_figure(capsys) -> None:
     assert main(["speed", "--quick", "--json"]) == 0
-    figures = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    figures = json.loads(captured.out)
+    stages = [line for line in captured.err.splitlines() if line.startswith("speed: ")]
+    assert stages[0] == "speed: import and catalogue times (fresh processes)" and len(stages) >= 8
+    assert any("FidelityCandidates-v0" in line for line in stages) and stages[-1].endswith("random masked episodes")
     assert figures["machine"]["cpu"] and figures["machine"]["cores"] >= 1 and figures["machine"]["python"]
     assert set(figures["placement_us"]) == {"50", "400"}
     assert all(v > 0 for v in figures["placement_us"].values()) and figures["placement_mean_us"] > 0
