@@ -132,6 +132,8 @@ class TargetRanking:
         self._pool: _Pool | None = None
         self._start_sums: dict[ConnectorRef, tuple[np.ndarray, np.ndarray]] = {}
         """Counts of the start piece's slots with nothing else built (the same in every episode on this target)."""
+        self._start_pool: tuple[tuple[ConnectorRef, ...], object, _Pool] | None = None
+        """(listed slots, start piece, the pool as the first listing at the start left it), for the next resets."""
         self._shapes: list[np.ndarray] = []
         """Cell offsets from the box's low corner of a non-box part in one orientation (rows' shape column)."""
         self._shape_of: dict[tuple[str, bytes], int] = {}
@@ -227,13 +229,11 @@ class TargetRanking:
         and recounted only where a piece added since touches it (slots out of reach of the change are not even
         looked at), so a step costs its new slots and the rows its new piece changed."""
         progress = self.progress
-        pool = self._pool
-        if pool is None or pool.generation != progress.generation or pool.owner is not assembly:
-            pool = self._pool = _Pool(
-                progress.generation, assembly, 1 + len(progress.colours), 4 + len(progress.colours) + 1
-            )
         now = len(progress.changes)
         at_start = now == 1 and len(assembly) == 1  # only the start piece: its counts are the same every episode
+        pool = self._pool
+        if pool is None or pool.generation != progress.generation or pool.owner is not assembly:
+            pool = self._pool = self._new_pool(assembly, targets, at_start)
         slots = np.empty(len(targets), dtype=np.int64)
         missing = []
         for n, ref in enumerate(targets):
@@ -257,14 +257,26 @@ class TargetRanking:
             rows = pool.rows.take(stale, axis=0)
             pool.sums[stale] = counts = self._count(rows)
             pool.verdicts[stale] = self._verdicts(rows, counts)
-        if at_start:
+        if at_start and missing:
             for n in missing:
                 first, last = pool.spans[slots[n]]
                 self._start_sums[targets[n]] = (pool.source[slots[n]], pool.sums[first:last].copy())
+            self._start_pool = (tuple(targets), next(iter(assembly.pieces.values())), pool.copy(None, -1))
         t_all = index[pool.slot[: pool.size]]
         live = np.flatnonzero(t_all >= 0)
         arrays = (pool.rows, pool.sums, pool.goals, t_all, pool.verdicts)
         return tuple(a.take(live, axis=0) for a in arrays)  # take: faster than fancy indexing at these sizes
+
+    def _new_pool(self, assembly: Assembly, targets: Sequence[ConnectorRef], at_start: bool) -> _Pool:
+        """An empty pool for this progress generation; at an episode's start, a copy of the start's pool instead
+        when the start piece and its listed slots are those it was made for (its rows, counts and verdicts are
+        then the same: what makes a reset cost a copy, not a listing of every slot of a base plate)."""
+        progress = self.progress
+        saved = self._start_pool
+        start = next(iter(assembly.pieces.values())) if at_start else None
+        if saved is not None and start is not None and saved[0] == tuple(targets) and _same_piece(saved[1], start):
+            return saved[2].copy(assembly, progress.generation)
+        return _Pool(progress.generation, assembly, 1 + len(progress.colours), 4 + len(progress.colours) + 1)
 
     def _stale(self, pool: _Pool, active: np.ndarray, now: int) -> np.ndarray:
         """Pool positions of the ``active`` slots' rows never counted, or counted before a change that touches
@@ -554,7 +566,7 @@ class _Pool:
     appear), with their counts and verdicts, and per slot its rows' span and bounds and the change index its
     counts are valid at."""
 
-    def __init__(self, generation: int, owner: Assembly, goal_width: int, width: int) -> None:
+    def __init__(self, generation: int, owner: Assembly | None, goal_width: int, width: int) -> None:
         self.generation, self.owner = generation, owner
         self.size = 0
         self.rows = np.zeros((0, 12), dtype=np.int64)
@@ -574,6 +586,17 @@ class _Pool:
     @property
     def slots(self) -> int:
         return len(self.source)
+
+    def copy(self, owner: Assembly | None, generation: int) -> _Pool:
+        """An independent copy (its arrays copied, the slots' source rows shared: they are never written) for
+        another assembly and generation."""
+        new = _Pool.__new__(_Pool)
+        new.__dict__.update(self.__dict__)
+        for name in ("rows", "goals", "sums", "verdicts", "slot", "spans", "lo", "hi", "since"):
+            setattr(new, name, getattr(self, name).copy())
+        new.slot_of, new.source = dict(self.slot_of), list(self.source)
+        new.owner, new.generation = owner, generation
+        return new
 
     def add(self, ref: ConnectorRef, rows: np.ndarray, goals: np.ndarray, sums: np.ndarray | None, now: int) -> int:
         """Append a slot's rows (with ``sums`` counted as of change ``now``, or to be counted); its slot id."""

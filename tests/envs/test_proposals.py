@@ -178,6 +178,34 @@ def test_target_guided_rollouts_are_deterministic_and_survive_pickling() -> None
         assert np.array_equal(left[0]["candidates"], right[0]["candidates"]) and left[1:4] == right[1:4]
 
 
+def test_a_reset_from_the_start_pool_lists_and_plays_as_a_fresh_env() -> None:
+    """The second episode on a target starts from a copy of the first one's start pool: its lists, masks,
+    observations and rewards equal a fresh env's on the same target and actions, and the copy is not the pool the
+    first episode went on to change."""
+    from brick_gym.rl.baselines import RandomMaskedAgent
+
+    def episode(env, seed, steps):
+        obs, _ = env.reset(seed=seed)
+        agent, out = RandomMaskedAgent(3), [(obs["candidates"].copy(), env.unwrapped.action_masks().copy(), 0.0)]
+        for _ in range(steps):
+            obs, reward, terminated, truncated, _ = env.step(agent.act(env))
+            out.append((obs["candidates"].copy(), env.unwrapped.action_masks().copy(), reward))
+            if terminated or truncated:
+                break
+        return out
+
+    warm, fresh = _fidelity_env(split="test"), _fidelity_env(split="test")
+    first = episode(warm, 11, 8)
+    ranking = warm.unwrapped.episode.ranking
+    assert ranking._start_pool is not None
+    saved = ranking._start_pool[2]
+    again, reference = episode(warm, 11, 8), episode(fresh, 11, 8)
+    assert ranking._pool is not saved and ranking._pool.rows is not saved.rows
+    for x, y in zip(again, reference, strict=True):
+        assert np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1]) and x[2] == y[2]
+    assert np.array_equal(first[0][0], again[0][0])
+
+
 @settings(max_examples=25, deadline=None)
 @example([float("inf"), float("-inf"), float("nan")], 0)  # found by this test: round(inf) raised OverflowError
 @given(
