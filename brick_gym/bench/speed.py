@@ -58,9 +58,14 @@ def _courses_for(n: int) -> int:
     return max(2, round(n / (WALL_BRICKS_PER_COURSE + 0.5)))
 
 
-def _subprocess_seconds(code: str) -> float:
+def _fresh_process_output(code: str) -> str:
+    """The last line ``code`` prints when run by this Python in a new process (figures a warm process hides)."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _subprocess_seconds(code: str) -> float:
+    return float(_fresh_process_output(code))
 
 
 def machine() -> dict[str, Any]:
@@ -201,8 +206,7 @@ def _base_plate_check_s() -> dict[str, Any]:
         "'imports': round(t - t0, 4), 'first': round(t1 - t, 4), 'repeat': round(t2 - t1, 4), "
         "'valid': first.valid and again.valid}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(_fresh_process_output(code))
 
 
 def _env_step_vs_place_us(n_pieces: int, steps: int = 40) -> tuple[float, float]:
