@@ -108,6 +108,9 @@ class TargetProgress:
         """Counts rebuilds: anything counted against an older generation must be counted again."""
         self.changes: list[tuple[np.ndarray, np.ndarray]] = []
         """(low, high) inclusive cell boxes (array coordinates) each added piece changed, in order."""
+        self.changed: tuple[np.ndarray, np.ndarray] | None = None
+        """The smallest box holding every one of :attr:`changes` (None before the first): outside it nothing is
+        built or uncertain, so what is left of the target there is the target."""
         self._known: dict[int, object] = {}
         self._owner: Any = None
         self._revision = -1
@@ -180,6 +183,8 @@ class TargetProgress:
         the summed volume of its channel's change inside the box, added over every entry beyond the box's low
         corner (a block of the arrays, not a recount of all of them)."""
         self.changes.append((lo, hi))
+        seen = self.changed
+        self.changed = (lo, hi) if seen is None else (np.minimum(seen[0], lo), np.maximum(seen[1], hi))
         if self._tables is None and self._colour_tables is None:
             return
         box = _slices(lo, hi)
