@@ -5,12 +5,13 @@ known at once for box parts on the lattice.
 Why: the candidate list is short (N) while a few free studs already take thousands of placements, so the order
 the codec tries them in decides what a policy can do at all. With a target, the useful placements are the ones
 that fill it. Each placement's cells come from precomputed tables (per part, source and yaw, the new piece's
-quarter turn and translation relative to the target connector's frame), so a new slot costs a few array
-operations; scores and legality come from summed-volume tables of :class:`~brick_gym.core.progress.
-TargetProgress` over each piece's box (slopes are counted over their own cells). A box or contained part
-(``occupancy.contained_shape``: slopes too) whose cells meet no built cell and no uncertain one is legal without a
-dry run; a box part that meets a built box part is not. The codec reads it all as arrays (:class:`Offers`): the
-ranked rows, then the connector order's round-robin, objects made only for what is listed.
+quarter turn and translation relative to the target connector's frame: :mod:`.slot_geometry`, shared by every
+target on the palette and lattice), so a new slot costs a few array operations or a lookup; scores and legality
+come from summed-volume tables of :class:`~brick_gym.core.progress.TargetProgress` over each piece's box (slopes
+are counted over their own cells). A box or contained part (``occupancy.contained_shape``: slopes too) whose cells
+meet no built cell and no uncertain one is legal without a dry run; a box part that meets a built box part is not.
+The codec reads it all as arrays (:class:`Offers`): the ranked rows, then the connector order's round-robin,
+objects made only for what is listed.
 """
 
 from __future__ import annotations
