@@ -317,6 +317,11 @@ class LegalityMemo:
         self._sync(assembly)
         return self._verdicts
 
+    def poses(self, assembly: Assembly) -> dict[tuple, np.ndarray | None]:
+        """The remembered poses by :meth:`key` (beside :meth:`known`'s verdicts; read them, do not write)."""
+        self._sync(assembly)
+        return self._poses
+
     def pose(self, assembly: Assembly, placement: Placement, key: tuple | None = None) -> np.ndarray | None:
         """The pose ``placement`` gives its part (memoised with the verdict)."""
         if key is None:
@@ -463,18 +468,23 @@ class CandidateCodec:
             self._slot_options.clear()
         memo, out, attempts, depth = self.memo, [], 0, 0
         known = memo.known(assembly)  # a refused placement is a lookup; the memo itself for new ones
-        live: Iterable[_SlotOptions] = (self._options(assembly, t, in_stock) for t in targets)
+        poses = memo.poses(assembly)
+        live: Iterable[_SlotOptions] = self._options_along(assembly, targets, in_stock)
         while True:
             deeper = []
             for options in live:
-                item = options.item(depth)
+                items = options.items
+                item = items[depth] if depth < len(items) else options.item(depth)
                 if item is None:
                     continue
                 deeper.append(options)
                 slot, placement, key = item
                 attempts += 1
-                if known.get(key) or (key not in known and memo.legal(assembly, placement, key)):
-                    out.append((slot, placement, memo.pose(assembly, placement, key), None))  # type: ignore[arg-type]
+                ok = known.get(key)
+                if ok is None:
+                    ok = memo.legal(assembly, placement, key)
+                if ok:
+                    out.append((slot, placement, poses[key], None))  # type: ignore[arg-type]
                     if len(out) >= self.max_candidates:
                         return out
                 if attempts >= self.max_attempts:
@@ -482,6 +492,20 @@ class CandidateCodec:
             if not deeper:
                 return out
             live, depth = deeper, depth + 1
+
+    def _options_along(
+        self, assembly: Assembly, targets: Sequence[ConnectorRef], in_stock: list[int]
+    ) -> Iterator[_SlotOptions]:
+        """Each target's placements in turn (kept while its piece stays, else made by :meth:`_options`), only as
+        far as the walk reads."""
+        kept, pieces = self._slot_options, assembly.pieces
+        for target in targets:
+            options = kept.get(target)
+            yield (
+                options
+                if options is not None and options.host is pieces[target.piece]
+                else self._options(assembly, target, in_stock)
+            )
 
     def _offered(
         self, assembly: Assembly, targets: Sequence[ConnectorRef], ranking: TargetRanking, stock: list[bool]
@@ -528,13 +552,10 @@ class CandidateCodec:
         return np.flatnonzero(verdicts == 1)
 
     def _options(self, assembly: Assembly, target: ConnectorRef, in_stock: list[int]) -> _SlotOptions:
-        """The placements at one slot (kept while its piece stays): the first (source, yaw) of every palette slot
-        in stock (``in_stock``, ascending palette indices), then the second, and so on, with the palette order
-        rotated to start at the slot's :func:`~brick_gym.envs.palette.slot_rotation`; made lazily."""
+        """New placements at one slot, kept for it: the first (source, yaw) of every palette slot in stock
+        (``in_stock``, ascending palette indices), then the second, and so on, with the palette order rotated to
+        start at the slot's :func:`~brick_gym.envs.palette.slot_rotation`; made lazily."""
         host = assembly.pieces[target.piece]
-        known = self._slot_options.get(target)
-        if known is not None and known.host is host:
-            return known
         t_conn = host.part.connector(target.group, target.index)
         kind = (t_conn.kind, t_conn.subtype, t_conn.polarity)
         combos = self._combos_for(t_conn)

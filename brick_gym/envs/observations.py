@@ -21,6 +21,7 @@ Slices (sizes from :class:`ObservationConfig`):
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -170,14 +171,14 @@ class ObservationBuilder:
         block, shown = self._block, self._block_pieces
         if block is None:
             block = self._block = np.zeros((c.max_pieces, 8), dtype=np.float32)
-        for row, pid in enumerate(ids):
-            piece = assembly[pid]
-            if row >= len(shown) or shown[row] is not piece:
-                block[row, :7] = self._piece_row(piece)
-                del shown[row:]
-                shown.append(piece)
+        pieces = assembly.pieces
+        current = [pieces[pid] for pid in ids]
+        same = list(map(operator.is_, shown, current))  # rows from the first piece that is not the one shown on
+        kept = same.index(False) if False in same else len(same)
+        for row in range(kept, len(current)):
+            block[row, :7] = self._piece_row(current[row])
+        self._block_pieces = current
         block[len(ids) :] = 0.0
-        del shown[len(ids) :]
         block[: len(ids), 7] = assembly.degrees(ids)
         block[: len(ids), 7] /= 8.0
         return block.copy()
@@ -201,20 +202,25 @@ class ObservationBuilder:
         if len(self._target_rows) > 100_000:  # a long run's old pieces: start the table again
             self._target_rows.clear()
             self._target_count = 0
-        index = np.empty(len(refs), dtype=np.int64)
-        for n, ref in enumerate(refs):
-            piece = pieces[ref.piece]
-            hit = self._target_rows.get(ref)
-            if hit is None or hit[0] is not piece:
-                if self._target_count == len(self._target_table):
-                    grown = np.zeros((max(256, 2 * len(self._target_table)), 7), dtype=np.float32)
-                    grown[: self._target_count] = self._target_table[: self._target_count]
-                    self._target_table = grown
-                self._target_table[self._target_count] = self._target_row(assembly, ref)
-                hit = self._target_rows[ref] = (piece, self._target_count)
-                self._target_count += 1
-            index[n] = hit[1]
+        kept = self._target_rows.get
+        index = []
+        for ref in refs:
+            hit = kept(ref)
+            if hit is None or hit[0] is not pieces[ref.piece]:
+                hit = self._new_target_row(assembly, ref)
+            index.append(hit[1])
         return self._target_table[index]
+
+    def _new_target_row(self, assembly: Assembly, ref: ConnectorRef) -> tuple[Piece, int]:
+        """Write ``ref``'s row (for its piece as it is now) into the table, growing it when full."""
+        if self._target_count == len(self._target_table):
+            grown = np.zeros((max(256, 2 * len(self._target_table)), 7), dtype=np.float32)
+            grown[: self._target_count] = self._target_table[: self._target_count]
+            self._target_table = grown
+        self._target_table[self._target_count] = self._target_row(assembly, ref)
+        hit = self._target_rows[ref] = (assembly.pieces[ref.piece], self._target_count)
+        self._target_count += 1
+        return hit
 
     def _target_row(self, assembly: Assembly, ref: ConnectorRef) -> tuple[float, ...]:
         """present, x, height, z, axis (x, up, z) of a connector."""

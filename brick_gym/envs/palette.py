@@ -103,8 +103,13 @@ def _listed(per_piece: Sequence[list[ConnectorRef]], limit: int) -> list[Connect
     by one big part (a 16×16 base plate alone has 576 connectors)."""
     if sum(map(len, per_piece)) <= limit:
         return [ref for refs in per_piece for ref in refs]
-    layers = (ref for layer in itertools.zip_longest(*per_piece) for ref in layer if ref is not None)
-    return list(itertools.islice(layers, limit))  # the layers past the limit are never made
+    out: list[ConnectorRef] = []
+    live, depth = [refs for refs in per_piece if refs], 0
+    while live and len(out) < limit:  # a layer reads only the pieces that have one: no padding per piece
+        out.extend(refs[depth] for refs in live)
+        depth += 1
+        live = [refs for refs in live if len(refs) > depth]
+    return out[:limit]
 
 
 def target_slots(assembly: Assembly, palette: Sequence[PaletteSlot], limit: int) -> list[ConnectorRef]:
