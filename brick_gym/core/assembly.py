@@ -31,9 +31,8 @@ from brick_gym.core.occupancy import (
     LatticeConnectors,
     Range,
     box_shape,
-    cell_range,
     lattice_connectors,
-    quarter_turns,
+    lattice_place,
     range_of_bounds,
     studs_reach,
 )
@@ -115,11 +114,7 @@ class Piece:
     def lattice(self) -> tuple[int, Range] | None:
         """(quarter turns, cells) of a box part on the lattice (``occupancy``), else None."""
         shape = box_shape(self.part.stem)
-        if shape is None:
-            return None
-        rows = self.pose.tolist()
-        cells = cell_range(shape, rows)
-        return None if cells is None else (quarter_turns(rows), cells)  # type: ignore[return-value]
+        return None if shape is None else lattice_place(shape, self.pose)
 
     @property
     def points(self) -> np.ndarray:
@@ -628,10 +623,10 @@ class Assembly:
                 rotation = ()
             if len(rotation) != 3 or not all(math.isfinite(v) for v in rotation):
                 return _refuse("bad_pose", f"rotation must be 3 finite angles in degrees, got {placement.rotation!r}")
-        local = cx.mating_transform(
-            s_conn, t_conn.family, float(placement.yaw), bool(placement.flip), float(placement.slide), rotation
+        local = cx.host_transform(
+            t_conn, s_conn, float(placement.yaw), bool(placement.flip), float(placement.slide), rotation
         )
-        pose = host.pose @ (t_conn.frame @ local)
+        pose = host.pose @ local
         return pose, (host.id, t_conn.index, s_conn.index)
 
     def _commit_checked(

@@ -121,6 +121,22 @@ def mating_transform(
     return m
 
 
+@lru_cache(maxsize=65536)
+def host_transform(
+    target: Connector,
+    source: Connector,
+    yaw: float = 0.0,
+    flip: bool = False,
+    slide: float = 0.0,
+    rotation: tuple[float, float, float] | None = None,
+) -> np.ndarray:
+    """The new part's frame in its host part's frame when ``source`` mates ``target`` (read-only, cached: a
+    placement's world pose is then one 4×4 product with the host's pose)."""
+    m = target.frame @ mating_transform(source, target.family, yaw, flip, slide, rotation)
+    m.flags.writeable = False
+    return m
+
+
 def rigid_inverse(m: np.ndarray) -> np.ndarray:
     """Inverse of a rigid 4×4 transform (exact transpose for the rotation)."""
     out = np.eye(4)

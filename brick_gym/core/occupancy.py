@@ -60,6 +60,12 @@ def quarter_turns(pose: np.ndarray | list[list[float]]) -> int | None:
 def cell_range(shape: BoxShape, pose: np.ndarray | list[list[float]]) -> Range | None:
     """The cells a box part fills at ``pose``, or None when the pose is off the lattice (not upright, not a
     quarter turn, or box edges between cell boundaries)."""
+    on_lattice = lattice_place(shape, pose)
+    return None if on_lattice is None else on_lattice[1]
+
+
+def lattice_place(shape: BoxShape, pose: np.ndarray | list[list[float]]) -> tuple[int, Range] | None:
+    """(quarter turns, :func:`cell_range`) of a box part at ``pose``, or None when the pose is off the lattice."""
     rows = pose if isinstance(pose, list) else pose.tolist()
     q = quarter_turns(rows)
     if q is None:
@@ -74,7 +80,7 @@ def cell_range(shape: BoxShape, pose: np.ndarray | list[list[float]]) -> Range |
             return None
         out.append((ra, rb - 1))
     (i0, i1), (j0, j1), (k0, k1) = out
-    return (i0, j0, k0, i1, j1, k1)
+    return q, (i0, j0, k0, i1, j1, k1)
 
 
 _QUARTER_OF_CODE = np.full(9, -1, dtype=np.int64)
@@ -391,6 +397,7 @@ __all__ = [
     "cell_range",
     "cells",
     "lattice_connectors",
+    "lattice_place",
     "quarter_turns",
     "range_of_bounds",
     "studs_reach",

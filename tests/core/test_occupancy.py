@@ -26,6 +26,7 @@ from brick_gym.core.occupancy import (
     cell_ranges,
     contained_shape,
     lattice_connectors,
+    lattice_place,
     quarter_turns,
     range_of_bounds,
     studs_reach,
@@ -80,6 +81,8 @@ def test_cells_of_a_brick_in_every_quarter_turn() -> None:
     tilted = pose(0, 0, 0, 0)
     tilted[:3, :3] = cx.euler_xyz(0, 0, 180)[:3, :3]  # upside down
     assert quarter_turns(tilted) is None and cell_range(shape, tilted) is None
+    assert lattice_place(shape, pose(1, 0, 0, 0)) == (1, (-1, -3, -2, 0, -1, 1))  # the quarter turns with the cells
+    assert lattice_place(shape, pose(0, 10, 0, 0)) is None and lattice_place(shape, tilted) is None
 
 
 _COORDS = st.one_of(
