@@ -839,9 +839,10 @@ class Assembly:
         mine: dict[int, int] = {}
         adjacent[pid] = mine
         for j in joints:  # each joins this piece: its links, then one merge per neighbour
-            links.setdefault((j.a, j.a_conn), {})[(j.b, j.b_conn)] = j
-            links.setdefault((j.b, j.b_conn), {})[(j.a, j.a_conn)] = j
-            other = j.b if j.a == pid else j.a
+            a, a_conn, b, b_conn, _, _ = j
+            links.setdefault((a, a_conn), {})[(b, b_conn)] = j
+            links.setdefault((b, b_conn), {})[(a, a_conn)] = j
+            other = b if a == pid else a
             mine[other] = mine.get(other, 0) + 1
             theirs = adjacent[other]
             theirs[pid] = theirs.get(pid, 0) + 1
