@@ -624,7 +624,7 @@ class Assembly:
             if len(rotation) != 3 or not all(math.isfinite(v) for v in rotation):
                 return _refuse("bad_pose", f"rotation must be 3 finite angles in degrees, got {placement.rotation!r}")
         local = cx.host_transform(
-            t_conn, s_conn, float(placement.yaw), bool(placement.flip), float(placement.slide), rotation
+            t_conn, s_conn, (float(placement.yaw), bool(placement.flip), float(placement.slide), rotation)
         )
         pose = host.pose @ local
         return pose, (host.id, t_conn.index, s_conn.index)
