@@ -173,7 +173,7 @@ class ObservationBuilder:
             block = self._block = np.zeros((c.max_pieces, 8), dtype=np.float32)
         pieces = assembly.pieces
         current = [pieces[pid] for pid in ids]
-        same = list(map(operator.is_, shown, current))  # rows from the first piece that is not the one shown on
+        same = list(map(operator.is_, shown, current))  # rows are rewritten from the first that shows another piece
         kept = same.index(False) if False in same else len(same)
         for row in range(kept, len(current)):
             block[row, :7] = self._piece_row(current[row])
