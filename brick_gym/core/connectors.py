@@ -122,7 +122,11 @@ def mating_transform(
 
 
 @lru_cache(maxsize=65536)
-def host_transform(target: Connector, source: Connector, motion: tuple = (0.0, False, 0.0, None)) -> np.ndarray:
+def host_transform(
+    target: Connector,
+    source: Connector,
+    motion: tuple[float, bool, float, tuple[float, float, float] | None] = (0.0, False, 0.0, None),
+) -> np.ndarray:
     """The new part's frame in its host part's frame when ``source`` mates ``target`` with ``motion`` = (yaw, flip,
     slide, rotation) as for :func:`mating_transform` (read-only, cached: a placement's world pose is then one 4×4
     product with the host's pose)."""
