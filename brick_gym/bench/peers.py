@@ -56,6 +56,9 @@ def brickagent_check(asm: Assembly, *, stability: bool | None = None) -> PeerVer
     """Run ``brickagent.check`` on ``asm``'s parts, poses and authored connections (inside :func:`bricknet_colliders`,
     or with ``BRICKNET_DATA`` pointing at BrickNet's own colliders). ``stability`` is BrickAgent's: None simulates
     only when nothing collides, True always. LookupError when a part has no collider."""
+    from brick_gym.core import quiet_pybullet
+
+    quiet_pybullet.load()  # brickagent imports pybullet: without its banner on stderr
     brickagent = require("brickagent", "the BrickAgent agreement check")
     from brickagent.pose import Pose
     from bricknet.collision import data_dir

@@ -25,6 +25,9 @@ class Yardstick:
     running-bond wall, as :func:`brick_gym.core.examples.running_bond_wall` builds ours."""
 
     def __init__(self) -> None:
+        from brick_gym.core import quiet_pybullet
+
+        quiet_pybullet.load()  # brickagent imports pybullet: without its banner on stderr
         import brickagent  # ImportError when it is not installed: see :func:`yardstick`
 
         self._brickagent = brickagent

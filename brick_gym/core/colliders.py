@@ -176,7 +176,7 @@ def compound_shape(
     """A Bullet compound collision shape (one convex hull per piece) of the part's shipped decomposition, or of
     ``pieces`` (a decomposition being vetted before it ships), in its LDraw frame, made in PyBullet client
     ``client`` through an OBJ written into ``folder``; None without one."""
-    import pybullet as p
+    from brick_gym.core.quiet_pybullet import pybullet as p
 
     if pieces is not None:
         path = Path(folder) / f"{member_name(stem)[: -len('.npz')]}.candidate.obj"
@@ -227,7 +227,7 @@ def penetrations(
     not loaded again for each of the hundreds of partners seated on it)."""
     import tempfile
 
-    import pybullet as p
+    from brick_gym.core.quiet_pybullet import pybullet as p
 
     client = p.connect(p.DIRECT)
     try:

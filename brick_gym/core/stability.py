@@ -62,13 +62,13 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-import pybullet as p
 from scipy.spatial import ConvexHull, QhullError, cKDTree
 from scipy.spatial.transform import Rotation
 
 from brick_gym.core.colliders import COLLIDER_SHRINK_LDU, decomposed_parts, decomposition, stored_mass
 from brick_gym.core.collision import overlapping_boxes
 from brick_gym.core.meshes import SHIPPED_INSET_LDU, grown_hull, hull_points, part_mesh
+from brick_gym.core.quiet_pybullet import pybullet as p
 
 __all__ = [
     "COLLIDER_SHRINK_LDU",

@@ -110,6 +110,66 @@ def test_fixture_script_is_deterministic(tmp_path: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.build(tmp_path / "tiny")
+    fresh = tmp_path / "tiny"
+    assert sorted(p.name for p in fresh.iterdir()) == sorted(p.name for p in FIXTURE.iterdir())
     for path in sorted(FIXTURE.iterdir()):
-        assert (tmp_path / "tiny" / path.name).read_bytes() == path.read_bytes(), path.name
+        assert_same_content(path, fresh / path.name)
     assert sum(p.stat().st_size for p in FIXTURE.iterdir()) < 2_000_000
+
+
+#: Keys that record which library wrote a file, not what the model is: they change with every transformers release.
+WRITER_STAMPS = frozenset({"transformers_version"})
+
+
+def _without_writer_stamps(value: object) -> object:
+    """``value`` (parsed JSON) with every :data:`WRITER_STAMPS` key removed, at any depth."""
+    if isinstance(value, dict):
+        return {k: _without_writer_stamps(v) for k, v in value.items() if k not in WRITER_STAMPS}
+    if isinstance(value, list):
+        return [_without_writer_stamps(v) for v in value]
+    return value
+
+
+def assert_same_content(expected: Path, actual: Path) -> None:
+    """The two files describe the same model: equal JSON less the writer's version stamp, equal tensors (names,
+    dtypes, shapes, values), equal text. Byte layout and the library version that wrote them do not matter."""
+    import json
+
+    if expected.suffix == ".safetensors":
+        from safetensors.numpy import load_file
+
+        want, got = load_file(expected), load_file(actual)
+        assert sorted(want) == sorted(got), expected.name
+        for name, tensor in want.items():
+            assert got[name].dtype == tensor.dtype and got[name].shape == tensor.shape, (expected.name, name)
+            assert np.array_equal(got[name], tensor), (expected.name, name)
+    elif expected.suffix == ".json":
+        want_json = _without_writer_stamps(json.loads(expected.read_text(encoding="utf-8")))
+        got_json = _without_writer_stamps(json.loads(actual.read_text(encoding="utf-8")))
+        assert got_json == want_json, expected.name
+    else:
+        assert actual.read_text(encoding="utf-8") == expected.read_text(encoding="utf-8"), expected.name
+
+
+def test_fixture_comparison_ignores_the_writer_stamp_but_not_the_model(tmp_path: Path) -> None:
+    """A different ``transformers_version`` is the same model; a changed dimension or weight is not."""
+    import json
+
+    config = json.loads((FIXTURE / "config.json").read_text(encoding="utf-8"))
+    restamped = tmp_path / "config.json"
+    restamped.write_text(json.dumps({**config, "transformers_version": "99.0.0"}), encoding="utf-8")
+    assert_same_content(FIXTURE / "config.json", restamped)
+    resized = tmp_path / "resized.json"
+    text_config = {**config["text_config"], "hidden_size": config["text_config"]["hidden_size"] * 2}
+    resized.write_text(json.dumps({**config, "text_config": text_config}), encoding="utf-8")
+    with pytest.raises(AssertionError):
+        assert_same_content(FIXTURE / "config.json", resized)
+    pytest.importorskip("safetensors")
+    from safetensors.numpy import load_file, save_file
+
+    weights = load_file(FIXTURE / "model.safetensors")
+    name = sorted(weights)[0]
+    weights[name] = weights[name] + 1
+    save_file(weights, tmp_path / "model.safetensors")
+    with pytest.raises(AssertionError):
+        assert_same_content(FIXTURE / "model.safetensors", tmp_path / "model.safetensors")
