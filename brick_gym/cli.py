@@ -141,7 +141,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 1
     task = summary.finished[0]
     folder = Path(summary.out_dir) / task
-    from brick_gym.core.fileio import read_json
+    from brick_gym.io.files import read_json
 
     verification = read_json(folder / "verification.json")
     report = verification["report"]
@@ -283,7 +283,7 @@ VQA_SCORE_NOTE = (
 
 def _read_replies(path: str, known: set[str]) -> dict[str, list[str | None]]:
     """``{task: [reply, ...]}`` in file order from a JSONL of ``{"task", "reply"}``; ValueError names the line."""
-    from brick_gym.core.fileio import iter_jsonl
+    from brick_gym.io.files import iter_jsonl
 
     replies: dict[str, list[str | None]] = {}
     for where, obj in iter_jsonl(path):

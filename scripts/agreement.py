@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from brick_gym.bench.peers import brickagent_check, bricknet_colliders  # noqa: E402
 from brick_gym.core.corpus import at_the_limit, cases, drop  # noqa: E402
-from brick_gym.core.fileio import atomic_write_json  # noqa: E402
 from brick_gym.core.validity import check  # noqa: E402
+from brick_gym.io.files import atomic_write_json  # noqa: E402
 
 OUT = ROOT / "docs" / "results" / "verdicts"
 CATEGORIES = ("collision", "unstable", "join")

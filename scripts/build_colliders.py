@@ -63,9 +63,9 @@ sys.path.insert(0, str(ROOT))
 
 from brick_gym.core import colliders  # noqa: E402
 from brick_gym.core.catalog import catalog  # noqa: E402
-from brick_gym.core.fileio import atomic_write_json  # noqa: E402
 from brick_gym.core.meshes import SHIPPED_INSET_LDU, grown_hull, part_mesh  # noqa: E402
 from brick_gym.extras import require  # noqa: E402
+from brick_gym.io.files import atomic_write_json  # noqa: E402
 
 COARSE = 0.02
 """CoACD concavity threshold for bricks, plates and every part without Technic pin holes."""

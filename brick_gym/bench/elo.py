@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.fileio import iter_jsonl
 from brick_gym.extras import require
+from brick_gym.io.files import iter_jsonl
 
 __all__ = [
     "ELO_SCALE",

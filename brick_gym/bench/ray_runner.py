@@ -35,7 +35,7 @@ from typing import Any
 
 from brick_gym.bench.runner import Record, _episode, _move_aside, read_marker
 from brick_gym.cluster import connect, node_info
-from brick_gym.core.paths import UnsafePath, safe_join
+from brick_gym.io.paths import UnsafePath, safe_join
 
 __all__ = ["FILE_MODES", "RayExecutor", "write_returned_files"]
 

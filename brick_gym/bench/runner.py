@@ -18,11 +18,11 @@ renamed to ``<task-id>.partial-<n>`` (kept for inspection) and the task is run a
 killing a run at any moment and starting it again gives, for every task finished before the kill, byte-for-byte
 the same files, and for every other task a complete fresh episode.
 
-Untrusted names stay inside ``out_dir``: task ids must be safe ids (:mod:`brick_gym.core.paths`: one path
+Untrusted names stay inside ``out_dir``: task ids must be safe ids (:mod:`brick_gym.io.paths`: one path
 component of letters, digits, ``-`` and ``_``; a task file with any other id is refused, naming the task's index
-and id), so does ``name``, and every folder is joined with :func:`~brick_gym.core.paths.safe_join`. A task folder
+and id), so does ``name``, and every folder is joined with :func:`~brick_gym.io.paths.safe_join`. A task folder
 that is a symlink is never read or written through: it is moved aside like an unfinished one. One run at a time
-per agent folder: the runner holds its run lock (:func:`brick_gym.core.lock.run_lock`) for the whole run, so a
+per agent folder: the runner holds its run lock (:func:`brick_gym.io.locks.run_lock`) for the whole run, so a
 second runner on the same ``out_dir``/agent refuses, naming the first one's pid (or waits ``lock_wait_s``).
 
 Only the runner process writes markers. Workers (``jobs > 1``; spawned, each building its own clients from the
@@ -48,9 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from brick_gym.core.fileio import JSONInputError, atomic_write_json, read_json
-from brick_gym.core.lock import RunLocked, run_lock
-from brick_gym.core.paths import MAX_ID_CHARS, UnsafePath, check_safe_id, safe_join
+from brick_gym.io.files import JSONInputError, atomic_write_json, read_json
+from brick_gym.io.locks import RunLocked, run_lock
+from brick_gym.io.paths import MAX_ID_CHARS, UnsafePath, check_safe_id, safe_join
 
 __all__ = [
     "BENCHMARK_DIR",
@@ -130,7 +130,7 @@ def load_bench_tasks(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def task_folder(root: str | os.PathLike[str], task_id: str) -> Path:
     """The folder of a task under an agent folder, checked: the id is a safe id and the folder stays under
-    ``root`` (:func:`~brick_gym.core.paths.safe_join`); :class:`BenchError` otherwise."""
+    ``root`` (:func:`~brick_gym.io.paths.safe_join`); :class:`BenchError` otherwise."""
     try:
         return safe_join(root, check_safe_id(task_id, "task id"))
     except UnsafePath as exc:

@@ -44,9 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.fileio import JSONInputError, atomic_write_jsonl, atomic_write_text, read_json
-from brick_gym.core.paths import safe_join
 from brick_gym.extras import require
+from brick_gym.io.files import JSONInputError, atomic_write_jsonl, atomic_write_text, read_json
+from brick_gym.io.paths import safe_join
 
 __all__ = [
     "RETRIES",

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from brick_gym.core.fileio import atomic_write_json
-from brick_gym.core.paths import UnsafePath, safe_join
+from brick_gym.io.files import atomic_write_json
+from brick_gym.io.paths import UnsafePath, safe_join
 
 __all__ = [
     "MAX_BUILD_BYTES",

@@ -22,10 +22,10 @@ import numpy as np
 from brick_gym.core.assembly import Assembly, ConnectorRef
 from brick_gym.core.catalog import Part, UnknownPart, catalog
 from brick_gym.core.colours import UnknownColour, colour
-from brick_gym.core.fileio import atomic_write_text
 from brick_gym.core.ldraw import MAX_PARTS, LDrawError, LDrawMeta, LDrawModel, read_ldraw_file, write_ldr, write_mpd
 from brick_gym.core.poses import is_rotation
 from brick_gym.core.rules import Rules
+from brick_gym.io.files import atomic_write_text
 
 CONNECT = "CONNECT"
 """The meta word of an authored connection."""

@@ -18,8 +18,8 @@ import numpy as np
 
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.builder import Builder
-from brick_gym.core.paths import safe_id_problem
 from brick_gym.core.voxels import VoxelGrid, voxelize
+from brick_gym.io.paths import safe_id_problem
 
 __all__ = [
     "PROJECTS_DIR",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from brick_gym.core.fileio import JSONInputError, read_json
+from brick_gym.io.files import JSONInputError, read_json
 
 INVENTORY_ENV = "BRICKAGENT_SET"
 

@@ -28,7 +28,6 @@ import numpy as np
 from brick_gym.core import connectors as cx
 from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Placement
 from brick_gym.core.catalog import UnknownPart, catalog
-from brick_gym.core.fileio import atomic_write_text
 from brick_gym.core.ldraw import (
     INHERIT_COLOURS,
     LDrawModel,
@@ -42,6 +41,7 @@ from brick_gym.core.modelfile import LoadedModel, connect_lines, from_model, to_
 from brick_gym.core.poses import is_rotation
 from brick_gym.core.queries import BadSelection, select
 from brick_gym.core.rules import Rules
+from brick_gym.io.files import atomic_write_text
 
 __all__ = [
     "LIVE_TOLERANCE_LDU",

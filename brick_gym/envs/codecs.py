@@ -27,8 +27,8 @@ from brick_gym.core.catalog import Connector
 from brick_gym.core.catalog import part as get_part
 from brick_gym.core.collision import BoxGrid, world_aabb
 from brick_gym.core.colours import colour as get_colour
-from brick_gym.core.preview import preview
 from brick_gym.envs.palette import YAWS, PaletteSlot, mating_combos, slot_rotation
+from brick_gym.io.previews import preview
 
 if TYPE_CHECKING:
     from gymnasium import spaces

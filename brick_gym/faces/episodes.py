@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from brick_gym.bench.runner import default_tasks, load_bench_tasks, normalise_setting, resolve_inventory
-from brick_gym.core.fileio import read_json
-from brick_gym.core.paths import check_safe_id, safe_join
 from brick_gym.envs.fidelity_targets import ALL_KINDS, FidelityTask, generate_suite
+from brick_gym.io.files import read_json
+from brick_gym.io.paths import check_safe_id, safe_join
 from brick_gym.llm.adapter import BenchTask, EpisodeConfig, EpisodeTools
 from brick_gym.llm.fidelity_briefs import fidelity_bench_task, place_start_piece
 
@@ -131,7 +131,7 @@ def start_episode(sample: FaceSample, config: EpisodeConfig) -> EpisodeTools:
 
 @contextlib.contextmanager
 def task_folder(out: str | os.PathLike[str] | None, *names: str) -> Iterator[Path]:
-    """``out/<name>/<name>...`` (made if needed; each name a safe id, :func:`~brick_gym.core.paths.check_safe_id`,
+    """``out/<name>/<name>...`` (made if needed; each name a safe id, :func:`~brick_gym.io.paths.check_safe_id`,
     and the folder checked to stay under ``out``) when ``out`` is given, else a temporary folder removed afterwards:
     task ids and trajectory ids come from files and trainers, not from us."""
     parts = [check_safe_id(n, "folder name") for n in names]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from brick_gym.core.fileio import parse_json
+from brick_gym.io.files import parse_json
 from brick_gym.judges.requests import JudgeBackend, JudgeReply, JudgeRequest, chunks, request_key
 
 __all__ = ["CachedJudge"]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.fileio import parse_json
+from brick_gym.io.files import parse_json
 from brick_gym.judges.backends import (
     PAPER_JUDGE_MODEL,
     PAPER_JUDGE_REVISION,

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brick_gym.core.fileio import JSONInputError, read_json
-from brick_gym.core.paths import UnsafePath, check_safe_id
+from brick_gym.io.files import JSONInputError, read_json
+from brick_gym.io.paths import UnsafePath, check_safe_id
 
 __all__ = [
     "KINDS",
@@ -385,7 +385,7 @@ def parse_tasks(data: Any, source: str = "<tasks>", strict: bool = True) -> list
         task_id = item.get("id")
         if not isinstance(task_id, str) or not task_id:
             raise TaskFileError(f"{where}: field 'id' missing or not a non-empty string ({str(task_id)[:40]!r})")
-        try:  # ids name folders: one safe path component (brick_gym.core.paths)
+        try:  # ids name folders: one safe path component (brick_gym.io.paths)
             check_safe_id(task_id, "id")
         except UnsafePath as exc:
             raise TaskFileError(f"{where}: {exc}") from None

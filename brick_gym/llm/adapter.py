@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from brick_gym.core.builder import Builder
-from brick_gym.core.fileio import JSONInputError, atomic_write_json, atomic_write_text, read_json
 from brick_gym.core.rules import Inventory, Rules
+from brick_gym.io.files import JSONInputError, atomic_write_json, atomic_write_text, read_json
 from brick_gym.llm.context import ContextOverflow, ContextPolicy, Conversation
 from brick_gym.llm.messages import AssistantTurn, ChatClient, Message, ToolCall
 from brick_gym.llm.sandbox import SandboxLimits
@@ -834,7 +834,7 @@ class TranscriptError(ValueError):
 def read_transcript(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The records of a transcript, validated: each line a JSON object with an integer ``seq`` and a known
     ``type``; a bad line raises :class:`TranscriptError` naming it."""
-    from brick_gym.core.fileio import iter_jsonl
+    from brick_gym.io.files import iter_jsonl
 
     records = []
     for where, obj in iter_jsonl(path, TranscriptError):

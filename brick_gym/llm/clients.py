@@ -33,9 +33,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from brick_gym.core.fileio import JSON_MAX_DEPTH, JSONInputError, nesting_depth, parse_json, read_json
 from brick_gym.endpoints import OpenAIEndpoint, call_with_retries, dtype_kwargs, image_base64, image_url_part
 from brick_gym.extras import require
+from brick_gym.io.files import JSON_MAX_DEPTH, JSONInputError, nesting_depth, parse_json, read_json
 from brick_gym.llm.messages import AssistantTurn, Image, Message, Sampling, ToolCall
 
 __all__ = [

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from brick_gym.core.fileio import JSONInputError, parse_json
+from brick_gym.io.files import JSONInputError, parse_json
 from brick_gym.llm.messages import Message, ToolCall
 from brick_gym.llm.tokens import TokenCounter, default_counter, message_tokens, tools_tokens
 

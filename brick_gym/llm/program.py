@@ -23,9 +23,9 @@ import numpy as np
 
 from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
 from brick_gym.core.builder import Builder
-from brick_gym.core.fileio import JSONInputError, parse_json
 from brick_gym.core.rules import Rules
 from brick_gym.core.subassembly import Structure, loads
+from brick_gym.io.files import JSONInputError, parse_json
 from brick_gym.llm.sandbox import SandboxLimits, SandboxUnavailable, run_sandboxed
 
 __all__ = ["BuildResult", "ProgramResult", "build_model", "rebuild", "replay", "run_program"]

@@ -9,7 +9,7 @@ Every call returns a :class:`ToolResult`, never raises: an unknown tool, argumen
 unexpected, wrongly typed or out-of-range arguments each come back as a result whose text says what was wrong and
 how to call the tool correctly (``error_kind`` names the problem). Arguments are bounded before any tool runs:
 JSON text at most :data:`MAX_ARGUMENT_BYTES` and :data:`MAX_ARGUMENT_DEPTH` levels deep (parsed by the one bounded
-loader, :func:`brick_gym.core.fileio.parse_json`), every string at most its ``maxLength`` (default
+loader, :func:`brick_gym.io.files.parse_json`), every string at most its ``maxLength`` (default
 :data:`MAX_STRING_CHARS`), numbers of any size refused by their bounds; anything that still goes wrong while a
 call is handled comes back as ``tool_failed``. Placements run through the same
 :class:`~brick_gym.core.assembly.Placement` / :meth:`Assembly.place` path as the Gymnasium env, so a refused
@@ -36,12 +36,12 @@ import numpy as np
 from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Placement, colour_name
 from brick_gym.core.builder import BadPlacement, Builder, placement_from_mapping
 from brick_gym.core.catalog import MAX_QUERY_CHARS
-from brick_gym.core.fileio import JSONInputError, parse_json, too_deep
 from brick_gym.core.poses import pose as make_pose
 from brick_gym.core.poses import yaw_of
-from brick_gym.core.preview import preview
 from brick_gym.core.queries import BadSelection
 from brick_gym.core.rules import Inventory, Rules
+from brick_gym.io.files import JSONInputError, parse_json, too_deep
+from brick_gym.io.previews import preview
 from brick_gym.llm.sandbox import SandboxLimits
 
 __all__ = [

@@ -18,7 +18,7 @@ Protocol (every row of the summary is comparable):
 * resumable: a run whose ``result.json`` exists is skipped (written atomically, last); an unfinished SB3 run goes
   on from its last complete checkpoint (records cut back to it, ``resumed_from`` in its result; not bit-identical
   to an uninterrupted run), other unfinished runs start again from scratch. One writer per output folder: a
-  running experiment holds its run lock (``core.lock``); a second one refuses, naming the holder.
+  running experiment holds its run lock (``io.locks``); a second one refuses, naming the holder.
 * ``steps_per_second``: training env steps per wall-clock second, excluding the time spent in curve evaluation
   and logging; for baselines, acting steps per second during evaluation.
 """
@@ -40,8 +40,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from brick_gym.core.fileio import atomic_write_json, atomic_write_jsonl, iter_jsonl, json_default, read_json
-from brick_gym.core.lock import RunLocked, run_lock
+from brick_gym.io.files import atomic_write_json, atomic_write_jsonl, iter_jsonl, json_default, read_json
+from brick_gym.io.locks import RunLocked, run_lock
 from brick_gym.rl.callbacks import RewardTermsCallback, curve_callback, progress_callback
 from brick_gym.rl.config import TrainConfig
 from brick_gym.rl.experiment_config import (

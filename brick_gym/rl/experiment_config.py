@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from brick_gym.core.paths import safe_id_problem
+from brick_gym.io.paths import safe_id_problem
 from brick_gym.rl.config import PER_RUN, RLlibConfig, TrainConfig
 
 if TYPE_CHECKING:

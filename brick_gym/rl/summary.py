@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.fileio import atomic_write_json, atomic_write_text
+from brick_gym.io.files import atomic_write_json, atomic_write_text
 from brick_gym.rl.experiment_config import EVAL_SEED, ExperimentConfig, baseline_runs, row_name
 
 __all__ = ["METRICS", "paired_gains", "plot_summary", "summarise_experiment", "summary_markdown"]

@@ -13,8 +13,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from brick_gym.core.fileio import atomic_write_json
 from brick_gym.extras import require
+from brick_gym.io.files import atomic_write_json
 from brick_gym.rl.config import TrainConfig
 from brick_gym.rl.policies import policy_for
 

@@ -13,7 +13,7 @@ import pytest
 
 from brick_gym.bench.cli import main as bench_main
 from brick_gym.bench.runner import BENCHMARK_DIR, BenchError, run
-from brick_gym.core.lock import run_lock
+from brick_gym.io.locks import run_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = json.loads((BENCHMARK_DIR / "model" / "tasks.json").read_text())[0]
@@ -73,7 +73,7 @@ def test_bad_number_flags_exit_2_naming_the_flag(tmp_path: Path, flag: list[str]
 
 def test_a_second_runner_on_one_folder_is_refused_naming_the_holder(tmp_path: Path) -> None:
     agent = tmp_path / "heuristic"
-    hold = "import sys, time; from brick_gym.core.lock import run_lock\nwith run_lock(sys.argv[1]):\n" \
+    hold = "import sys, time; from brick_gym.io.locks import run_lock\nwith run_lock(sys.argv[1]):\n" \
            "    print('held', flush=True); time.sleep(30)\n"  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", hold, str(agent)], stdout=subprocess.PIPE, env=env)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from brick_gym.bench.runner import BenchError, default_inventory, default_tasks
-from brick_gym.core.paths import UnsafePath
 from brick_gym.faces.episodes import (
     FIDELITY,
     OPTIONS,
@@ -22,6 +21,7 @@ from brick_gym.faces.episodes import (
     task_folder,
 )
 from brick_gym.faces.scoring import validity_report
+from brick_gym.io.paths import UnsafePath
 from brick_gym.llm.adapter import EpisodeConfig
 
 

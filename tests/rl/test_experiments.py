@@ -364,7 +364,7 @@ def test_an_interrupted_run_resumes_from_its_last_checkpoint(
 def test_a_second_experiment_on_a_running_folder_refuses(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """One writer per output folder: while a run holds the lock, another refuses (naming the holder) and the CLI
     answers with exit status 2; a summary of what finished may still be made."""
-    from brick_gym.core.lock import RunLocked, run_lock
+    from brick_gym.io.locks import RunLocked, run_lock
 
     config = load_config(ABLATION, "smoke")
     with run_lock(tmp_path):

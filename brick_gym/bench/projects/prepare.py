@@ -31,8 +31,8 @@ import numpy as np
 
 from brick_gym.bench.projects.drawing import VIEWS, Cells, cell_size, draw, model_cells, project_view
 from brick_gym.bench.projects.suite import INPUT_KINDS, Project
-from brick_gym.core.fileio import atomic_write_json, atomic_write_text
 from brick_gym.core.references import reference_pieces
+from brick_gym.io.files import atomic_write_json, atomic_write_text
 
 __all__ = [
     "INLINE_TEXT_LIMIT",

@@ -24,7 +24,7 @@ import numpy as np
 from brick_gym.bench.projects.prepare import prepare
 from brick_gym.bench.projects.scoring import ModelUnusable, score_episode
 from brick_gym.bench.projects.suite import Project, load_suite
-from brick_gym.core.fileio import atomic_write_json, atomic_write_text
+from brick_gym.io.files import atomic_write_json, atomic_write_text
 
 __all__ = ["ProjectRun", "project_tasks", "run_projects", "task_id"]
 

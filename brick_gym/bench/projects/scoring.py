@@ -25,7 +25,7 @@ from typing import Any
 
 from brick_gym.bench.projects.suite import Project
 from brick_gym.core.assembly import Assembly
-from brick_gym.core.fileio import read_json
+from brick_gym.io.files import read_json
 
 __all__ = [
     "ModelUnusable",

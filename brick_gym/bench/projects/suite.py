@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from brick_gym.core.builder import Builder
-from brick_gym.core.fileio import JSONInputError, read_json
 from brick_gym.core.references import PROJECTS_DIR, REFERENCE_FILE, build_reference
+from brick_gym.io.files import JSONInputError, read_json
 
 __all__ = ["EXACT_KINDS", "INPUT_KINDS", "Mistake", "Project", "ProjectError", "get_project", "load_suite"]
 

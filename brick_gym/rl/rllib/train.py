@@ -22,9 +22,9 @@ import gymnasium as gym
 import numpy as np
 
 from brick_gym.cluster import connect
-from brick_gym.core.fileio import atomic_write_json, json_default
 from brick_gym.envs.wrappers import ACTION_MASK, ActionMaskObservation
 from brick_gym.extras import require
+from brick_gym.io.files import atomic_write_json, json_default
 from brick_gym.rl.config import RLlibConfig, TrainConfig
 from brick_gym.rl.train import stop_or_build
 

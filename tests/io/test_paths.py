@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brick_gym.core.paths import MAX_ID_CHARS, SAFE_ID, UnsafePath, check_safe_id, safe_id_problem, safe_join
+from brick_gym.io.paths import MAX_ID_CHARS, SAFE_ID, UnsafePath, check_safe_id, safe_id_problem, safe_join
 
 HOSTILE_IDS = ["../../../victim", ".", "..", "a/b/c", "a\x00b", "x" * 300, "", ".hidden", "-rf", "a b", "é", "a\\b",
                "summary.json", "t.partial-1", "/etc", "C:x"]  # fmt: skip

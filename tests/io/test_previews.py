@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brick_gym.core.preview import preview
+from brick_gym.io.previews import preview
 
 
 def test_integers_past_python_text_limit_are_described() -> None:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from brick_gym.core.lock import LOCK_FILE, RunLocked, holder, run_lock
+from brick_gym.io.locks import LOCK_FILE, RunLocked, holder, run_lock
 
 ROOT = Path(__file__).resolve().parents[2]
-HOLD = "import sys, time; from brick_gym.core.lock import run_lock\nwith run_lock(sys.argv[1]):\n" \
+HOLD = "import sys, time; from brick_gym.io.locks import run_lock\nwith run_lock(sys.argv[1]):\n" \
        "    print('held', flush=True); time.sleep(float(sys.argv[2]))\n"  # fmt: skip
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brick_gym.core.fileio import (
+from brick_gym.io.files import (
     JSONInputError,
     atomic_write_text,
     iter_jsonl,

@@ -43,7 +43,7 @@ class RunLocked(RuntimeError):
 
 def holder(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """What the lock file of ``folder`` says about its holder (``{}`` when there is none or it is unreadable)."""
-    from brick_gym.core.fileio import JSONInputError, read_json
+    from brick_gym.io.files import JSONInputError, read_json
 
     try:
         info = read_json(Path(folder) / LOCK_FILE, max_bytes=4096)
