@@ -1,9 +1,7 @@
 """brick_gym: LEGO design as a reinforcement-learning and agent-evaluation problem, BrickBench-exact.
 
 Importing the package is cheap: the names below load their modules on first use, and nothing here imports
-torch, transformers, gymnasium, wandb, pettingzoo, openai or a renderer. The 0.1 import paths
-(``brick_gym.assembly``, ``brick_gym.agents.*``, ...) still resolve for one release, with a DeprecationWarning
-(:mod:`brick_gym._compat`).
+torch, transformers, gymnasium, wandb, pettingzoo, openai or a renderer.
 """
 
 from __future__ import annotations
@@ -11,11 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from brick_gym import _compat
-
 __version__ = "0.1.0"
-
-_compat.install()
 
 _LAZY = {
     "Assembly": "brick_gym.core.assembly",

@@ -12,7 +12,6 @@ import brick_gym
 PACKAGE = Path(brick_gym.__file__).resolve().parent
 
 FLOORS = {
-    "brick_gym._compat": 0,
     "brick_gym.extras": 0,
     "brick_gym.io": 0,
     "brick_gym.core": 1,
