@@ -4,7 +4,7 @@ hull and decomposed colliders on the at-the-limit corpus. Results go to ``docs/r
     python scripts/agreement.py brickagent [--n 180] [--seed 0]   # needs brickagent (the peers extra)
     python scripts/agreement.py limit [--n 60] [--seed 0]
 
-``brickagent``: the cases of ``brick_gym.core.corpus.cases`` (stacks, pose overlaps, overhangs, near misses,
+``brickagent``: the cases of ``brick_gym.bench.corpus.cases`` (stacks, pose overlaps, overhangs, near misses,
 floating parts, multi-component scenes), each built in BrickAgent through its public API (``Assembly.add`` at the
 same poses, ``check(..., contacts=...)`` with the same authored connections), checked offline on the shipped
 decompositions exported as BrickNet colliders (``brick_gym.bench.peers``), and by brick_gym. ``limit``:
@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from brick_gym.bench.corpus import at_the_limit, cases, drop  # noqa: E402
 from brick_gym.bench.peers import brickagent_check, bricknet_colliders  # noqa: E402
-from brick_gym.core.corpus import at_the_limit, cases, drop  # noqa: E402
 from brick_gym.core.validity import check  # noqa: E402
 from brick_gym.io.files import atomic_write_json  # noqa: E402
 

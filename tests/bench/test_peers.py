@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from brick_gym.bench.corpus import cases, near_miss, pose_overlap
 from brick_gym.core.colliders import decomposed_parts
-from brick_gym.core.corpus import cases, near_miss, pose_overlap
 from brick_gym.core.examples import readme_wall, running_bond_wall
 from brick_gym.core.validity import check
 

@@ -235,8 +235,8 @@ def test_verify_alt_build_matches_check_with_the_same_inventory(tmp_path: Path, 
 
 def test_a_build_export_keeps_its_authored_connections_for_verification() -> None:
     """What ``build.py`` verification checks: the export's CONNECT lines make the build's connections authored."""
+    from brick_gym.bench.corpus import near_miss
     from brick_gym.bench.submission import check_model_text
-    from brick_gym.core.corpus import near_miss
     from brick_gym.core.modelfile import to_ldraw
     from brick_gym.core.rules import Rules
 

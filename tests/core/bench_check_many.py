@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python tests/core/bench_check_many.py [N]
 
-Writes the first N (default 60) cases of the agreement corpus (``brick_gym.core.corpus.cases``, seed 0) as
+Writes the first N (default 60) cases of the agreement corpus (``brick_gym.bench.corpus.cases``, seed 0) as
 ``.mpd`` files into a temporary folder, then times ``brick-gym check FOLDER --json`` once, and
 ``brick-gym check FILE --json`` for the first 10 files, one process each. Prints seconds per file for both.
 """
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from brick_gym.core.corpus import cases
+from brick_gym.bench.corpus import cases
 from brick_gym.core.modelfile import save
 
 

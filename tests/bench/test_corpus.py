@@ -5,8 +5,8 @@ from __future__ import annotations
 import bricknet
 import pytest
 
+from brick_gym.bench.corpus import KINDS, at_the_limit, cases, drop, near_miss, pose_overlap
 from brick_gym.core.assembly import scratch_table
-from brick_gym.core.corpus import KINDS, at_the_limit, cases, drop, near_miss, pose_overlap
 from brick_gym.core.modelfile import load, save, to_ldraw
 from brick_gym.core.validity import check, components_of
 

@@ -1,4 +1,5 @@
-"""Seeded generators of the assemblies BrickBench verdicts turn on, for agreement tests and collider studies.
+"""Seeded generators of the assemblies BrickBench verdicts turn on, for agreement tests and collider studies: the
+cases ``scripts/agreement.py`` puts to brick_gym and to BrickAgent (:mod:`~brick_gym.bench.peers`).
 
 Classes (:data:`KINDS`): ``stack`` (random towers built by connectors: authored, exact), ``overlap`` (a part
 ``add``-ed at a pose overlapping a neighbour by 0.5-3 LDU), ``overhang`` (a plate hung by one of its holes around
