@@ -27,7 +27,7 @@ BrickBench's 1 LDU); with 3700 at 0.01 it reads 0.78-0.84 LDU, the same whether 
 grown by 0.23 LDU (bricklayer's 0.25 LDU inset less BrickBench's 0.02): it sits 0.02 LDU inside the true surface.
 Each decomposition is vetted as it is made: a probe of :data:`PROBES` is seated on every connector it mates. Where
 one reads as a collision (over 1 LDU) but no deeper than :data:`CARVE_UP_TO_LDU`, the probe's shipped pieces are cut
-out of the part's (``brick_gym.core.convex.carve``): CoACD's pieces chamfer the inner corner of a blind hole or a
+out of the part's (``scripts/convex.py``: ``carve``): CoACD's pieces chamfer the inner corner of a blind hole or a
 short tube where a seated stud's rim sits (a 2×4×6 door frame's tubes read 1.21 LDU at its threshold, at half and at
 a quarter of it, and at 5× CoACD's sampling resolution alike), which no threshold mends. While one still collides,
 the threshold is halved, at most :data:`REFINEMENTS` times (a Technic brick's pin hole at 0.02 read 2.29 LDU, a round
@@ -58,8 +58,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE)]  # the package, and convex.py beside this script
+
+import convex  # noqa: E402
 
 from brick_gym.core import colliders  # noqa: E402
 from brick_gym.core.catalog import catalog  # noqa: E402
@@ -596,8 +599,6 @@ def carve_seats(stem: str, pieces: tuple[np.ndarray, ...], at: list[Seat]) -> tu
     a decomposition that chamfers a hole's inner corner gives the seated stud its room back. Only vetted pieces cut:
     a part seated on itself cuts with its shipped decomposition, or not at all (its new pieces would carry their
     own errors into the cut)."""
-    from brick_gym.core import convex
-
     out = list(pieces)
     for seat in at:
         shipped = colliders.decomposition(seat.probe)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial import ConvexHull
 
-from brick_gym.core import convex
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("convex", ROOT / "scripts" / "convex.py")
+convex = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(convex)
 
 
 def _box(lo, hi) -> np.ndarray:
