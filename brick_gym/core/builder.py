@@ -32,7 +32,7 @@ from brick_gym.core.poses import pose as make_pose
 from brick_gym.core.rules import Rules
 from brick_gym.core.subassembly import Structure, Submodel
 
-__all__ = ["BadPlacement", "Builder", "placement_from_mapping"]
+__all__ = ["BadPlacement", "Builder", "parse_source", "placement_from_mapping"]
 
 _SOURCE = re.compile(r"^\s*([A-Za-z0-9_]+)\s*\[\s*(-?\d+)\s*\]\s*$")
 
@@ -49,7 +49,8 @@ def _refuse(reason: str, message: str) -> Outcome:
     return Outcome(False, reason, message)
 
 
-def _source(by: tuple[str, int] | str) -> tuple[str, int] | None:
+def parse_source(by: tuple[str, int] | str) -> tuple[str, int] | None:
+    """The new part's connector ``(group, index)`` from ``'GROUP[INDEX]'`` or a pair; None when it is neither."""
     if isinstance(by, str):
         m = _SOURCE.match(by)
         return (m.group(1), int(m.group(2))) if m else None
@@ -117,7 +118,7 @@ def placement_from_mapping(item: Mapping[str, Any]) -> Placement:
             target = ConnectorRef.parse(item["to"])
         except ValueError as exc:
             raise BadPlacement("bad_connector", str(exc)) from None
-        source = None if item.get("by") is None else _source(item["by"])
+        source = None if item.get("by") is None else parse_source(item["by"])
         if source is None and item.get("by") is not None:
             raise BadPlacement("bad_connector", f"bad 'by' {item.get('by')!r}: write it as 'GROUP[INDEX]' ('hole[0]')")
         flip = item.get("flip", False)
@@ -220,7 +221,9 @@ class Builder:
             return self.attach_submodel(part, to=to, by=by, yaw=yaw, flip=flip, slide=slide)
         if colour is None:
             return _refuse("unknown_colour", f"attach({part!r}): give a colour, e.g. 'red' or an LDraw code")
-        source = self.first_fit(part, to) if by is None else _source(by) if not isinstance(by, ConnectorRef) else None
+        source = (
+            self.first_fit(part, to) if by is None else parse_source(by) if not isinstance(by, ConnectorRef) else None
+        )
         if source is None:
             what = f"bad 'by' connector {by!r}: write it as 'GROUP[INDEX]', e.g. 'hole[0]'"
             return _refuse("bad_connector", what if by is not None else f"no connector of {part!r} fits {to}")

@@ -69,7 +69,7 @@ from brick_gym.faces.episodes import (  # noqa: E402
 from brick_gym.faces.scoring import validity_report, vqa_score  # noqa: E402
 from brick_gym.judges.requests import JudgeReply, JudgeRequest  # noqa: E402
 from brick_gym.llm.adapter import MAX_NUDGES, NUDGE, EpisodeConfig, EpisodeTools  # noqa: E402
-from brick_gym.llm.tools import ToolResult  # noqa: E402
+from brick_gym.llm.toolkit import ToolResult  # noqa: E402
 
 __all__ = [
     "MODEL_KEY",

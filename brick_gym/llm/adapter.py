@@ -45,7 +45,8 @@ from brick_gym.llm.context import ContextOverflow, ContextPolicy, Conversation
 from brick_gym.llm.messages import AssistantTurn, ChatClient, Message, ToolCall
 from brick_gym.llm.sandbox import SandboxLimits
 from brick_gym.llm.tokens import TokenCounter, default_counter, message_tokens
-from brick_gym.llm.tools import PROTOCOLS, TOOLSETS, ToolResult, ToolSession, tool_definitions, tool_names
+from brick_gym.llm.toolkit import ToolResult
+from brick_gym.llm.tools import PROTOCOLS, TOOLSETS, ToolSession, tool_definitions, tool_names
 
 __all__ = [
     "NUDGE",

@@ -327,3 +327,19 @@ def test_check_reports_an_unauthored_near_miss_as_a_warning_and_an_authored_fit_
     assert "warning [near_miss]" in report.text and "sits 0.5 LDU off" in report.text
     assert s.call("attach_part", {"part": "3005", "colour": "red", "to": "1.stud[0]"}).ok  # authored: exact
     assert s.call("check").data["report"]["authored"] == 1
+
+
+def test_attach_without_by_takes_the_builders_first_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One rule picks the connector when ``by`` is omitted, for tools, programs and ``place_many`` alike:
+    :meth:`Builder.first_fit` (here made to choose another stud, which the tool then uses and names)."""
+    from brick_gym.core.builder import Builder
+
+    session = ToolSession()
+    session.call("add_part", {"part": "3001", "colour": "red"})
+    monkeypatch.setattr(Builder, "first_fit", lambda self, part, to: ("stud", 3))
+    under = session.call("attach_part", {"part": "3001", "colour": "blue", "to": "0.hole[0]"})
+    assert under.ok, under.text
+    assert "by its stud[3] on 0.hole[0]" in under.text
+    assert under.text.endswith(
+        "(by was not given: used stud[3], the first connector of 3001 that fits a hole; give by= to choose another)"
+    )

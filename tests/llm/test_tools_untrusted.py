@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brick_gym.llm.tools import MAX_ARGUMENT_DEPTH, ToolResult, ToolSession
+from brick_gym.llm.toolkit import MAX_ARGUMENT_DEPTH, ToolResult
+from brick_gym.llm.tools import ToolSession
 
 BIG = "1" + "0" * 400  # a 401-digit number, as JSON text
 HUGE = "7" * 5000  # an integer longer than Python reads from text
