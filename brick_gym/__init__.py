@@ -14,9 +14,9 @@ __version__ = "0.1.0"
 _LAZY = {
     "Assembly": "brick_gym.core.assembly",
     "Builder": "brick_gym.core.builder",
-    "ConnectorRef": "brick_gym.core.assembly",
-    "Placement": "brick_gym.core.assembly",
-    "Outcome": "brick_gym.core.assembly",
+    "ConnectorRef": "brick_gym.core.pieces",
+    "Placement": "brick_gym.core.pieces",
+    "Outcome": "brick_gym.core.pieces",
     "Rules": "brick_gym.core.rules",
     "Inventory": "brick_gym.core.rules",
     "check": "brick_gym.core.validity",

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brick_gym.core import connectors as cx
-from brick_gym.core.assembly import Assembly, ConnectorRef, Piece, Placement, scratch_table
+from brick_gym.core.assembly import Assembly, scratch_table
 from brick_gym.core.catalog import part
 from brick_gym.core.examples import random_assembly, translation
 from brick_gym.core.joints import world_points
+from brick_gym.core.pieces import ConnectorRef, Piece, Placement
 
 KINDS = ("stack", "overlap", "overhang", "near_miss", "floating", "scene")
 NEAR_MISSES = ("hover", "sunk", "shift", "tilt")

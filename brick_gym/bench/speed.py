@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from brick_gym.bench.yardstick import Yardstick, yardstick
-from brick_gym.core.assembly import Assembly, Outcome, Placement
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.examples import running_bond_courses, running_bond_wall, translation
+from brick_gym.core.pieces import Outcome, Placement
 from brick_gym.core.validity import check
 
 WALL_BRICKS_PER_COURSE = 40

@@ -2,7 +2,7 @@
 
 A :class:`Builder` holds an :class:`~brick_gym.core.assembly.Assembly` (the authority on what is placed and
 checked) and a :class:`~brick_gym.core.subassembly.Structure` (which pieces came from which submodel, for files).
-Every method that changes the model returns an :class:`~brick_gym.core.assembly.Outcome` and never raises for a
+Every method that changes the model returns an :class:`~brick_gym.core.pieces.Outcome` and never raises for a
 refused placement: a refusal says why and changes nothing. ``run_python`` binds the episode's model to ``model``,
 a Builder; new Builders are scratch models in their own frame, e.g. for a submodel::
 
@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from brick_gym.core import bulk, queries, subassembly
-from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Piece, Placement
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import Connector
+from brick_gym.core.pieces import ConnectorRef, Outcome, Piece, Placement
 from brick_gym.core.poses import pose as make_pose
 from brick_gym.core.rules import Rules
 from brick_gym.core.subassembly import Structure, Submodel

@@ -16,8 +16,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, Joint, Outcome, Placement
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.mirror import NoMirror, mirror_image, mirrored_pose, reflection
+from brick_gym.core.pieces import Joint, Outcome, Placement
 from brick_gym.core.poses import PLATE, STUD, is_rotation, rotation, translation
 from brick_gym.core.queries import BadSelection, measure, select
 

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.pieces import ConnectorRef
 from brick_gym.core.poses import translation
 from brick_gym.core.rules import Rules
 

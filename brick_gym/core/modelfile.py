@@ -19,10 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import Part, UnknownPart, catalog
 from brick_gym.core.colours import UnknownColour, colour
 from brick_gym.core.ldraw import MAX_PARTS, LDrawError, LDrawMeta, LDrawModel, read_ldraw_file, write_ldr, write_mpd
+from brick_gym.core.pieces import ConnectorRef
 from brick_gym.core.poses import is_rotation
 from brick_gym.core.rules import Rules
 from brick_gym.io.files import atomic_write_text

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, colour_name
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.meshes import SHIPPED_INSET_LDU
+from brick_gym.core.pieces import ConnectorRef, colour_name
 from brick_gym.core.poses import PLATE, STUD, yaw_of
 
 __all__ = ["BadSelection", "Bounds", "Connection", "PieceInfo", "connections", "list_pieces", "measure", "select"]

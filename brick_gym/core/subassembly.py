@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from brick_gym.core import connectors as cx
-from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Placement
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import UnknownPart, catalog
 from brick_gym.core.ldraw import (
     INHERIT_COLOURS,
@@ -38,6 +38,7 @@ from brick_gym.core.ldraw import (
     write_mpd_files,
 )
 from brick_gym.core.modelfile import LoadedModel, connect_lines, from_model, to_ldraw
+from brick_gym.core.pieces import ConnectorRef, Outcome, Placement
 from brick_gym.core.poses import is_rotation
 from brick_gym.core.queries import BadSelection, select
 from brick_gym.core.rules import Rules

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brick_gym.core import connectors as cx
-from brick_gym.core.assembly import Assembly, Connection, JointTable, Piece, colour_name, scratch_table, spots
+from brick_gym.core.assembly import Assembly, scratch_table, spots
 from brick_gym.core.collision import MAX_NARROW_PAIRS, all_collisions, collision_scan, describe_overlap
 from brick_gym.core.ldraw import PartCountExceeded
 from brick_gym.core.modelfile import LoadedModel, load
+from brick_gym.core.pieces import Connection, JointTable, Piece, colour_name
 from brick_gym.core.rules import Rules
 
 ISSUE_KINDS = ("collision", "unstable", "stock", "part_limit", "join", "unknown_part", "parse")

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from brick_gym.core.assembly import Placement
+from brick_gym.core.pieces import Placement
 from brick_gym.core.rules import Rules
 from brick_gym.envs.codecs import View
 from brick_gym.envs.episode import EnvConfig, EnvTask, Episode, OverEpisode, TaskSource, Viewer

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import Connector
 from brick_gym.core.catalog import part as get_part
 from brick_gym.core.collision import BoxGrid, world_aabb
 from brick_gym.core.colours import colour as get_colour
+from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.envs.palette import YAWS, PaletteSlot, mating_combos, slot_rotation
 from brick_gym.io.previews import preview
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Piece, Placement
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.pieces import ConnectorRef, Outcome, Piece, Placement
 from brick_gym.core.progress import TargetProgress
 from brick_gym.core.rules import Rules
 from brick_gym.envs.codecs import Codec, View, make_codec
@@ -88,7 +89,7 @@ def default_viewer(
 
         return render_view([(p.part.stem, p.colour, p.pose) for p in assembly], 1, size=256)
     if mode == "ansi":
-        from brick_gym.core.assembly import colour_name
+        from brick_gym.core.pieces import colour_name
 
         lines = list(header)
         for p in sorted(assembly, key=lambda p: p.id):

@@ -28,9 +28,10 @@ from functools import cached_property
 import numpy as np
 
 from brick_gym.core import connectors as cx
-from brick_gym.core.assembly import Assembly, ConnectorRef, Joint
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import part
 from brick_gym.core.examples import BuildFailed
+from brick_gym.core.pieces import ConnectorRef, Joint
 from brick_gym.core.voxels import VoxelGrid, voxelize
 
 ALL_KINDS: tuple[str, ...] = ("wall", "tower", "stairs", "pyramid", "house", "mosaic")

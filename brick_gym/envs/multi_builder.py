@@ -58,9 +58,9 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import AgentSelector, wrappers
 
-from brick_gym.core.assembly import ConnectorRef, Placement, colour_name
 from brick_gym.core.catalog import UnknownPart, catalog
 from brick_gym.core.colours import UnknownColour, colour
+from brick_gym.core.pieces import ConnectorRef, Placement, colour_name
 from brick_gym.core.rules import Rules
 from brick_gym.envs.codecs import ENCODINGS, View
 from brick_gym.envs.episode import EnvConfig, EnvTask, Episode, OverEpisode, TaskSource, Viewer

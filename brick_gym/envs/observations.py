@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Piece, Placement
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.pieces import ConnectorRef, Piece, Placement
 from brick_gym.envs.palette import YAWS, PaletteSlot
 
 BOUND = 1e4

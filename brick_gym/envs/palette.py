@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from functools import cache
 
 from brick_gym.core import connectors as cx
-from brick_gym.core.assembly import Assembly, ConnectorRef
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import Connector, Part
 from brick_gym.core.catalog import part as get_part
 from brick_gym.core.colours import colour as get_colour
+from brick_gym.core.pieces import ConnectorRef
 
 YAWS = (0.0, 90.0, 180.0, 270.0)
 

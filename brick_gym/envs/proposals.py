@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.progress import TargetProgress, box_sums
 from brick_gym.core.voxels import VoxelGrid
 from brick_gym.envs.palette import PaletteSlot, slot_rotation

@@ -221,8 +221,8 @@ class EpisodeResult:
 
 
 def _inventory_lines(inventory: Inventory) -> list[str]:
-    from brick_gym.core.assembly import colour_name
     from brick_gym.core.catalog import part
+    from brick_gym.core.pieces import colour_name
 
     by_part: dict[str, list[str]] = {}
     for (stem, code), n in sorted(inventory.limits.items()):

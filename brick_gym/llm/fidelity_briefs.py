@@ -9,7 +9,7 @@ voxels built) and verifiable (no judge). The same brief serves every loop that p
 
 from __future__ import annotations
 
-from brick_gym.core.assembly import colour_name
+from brick_gym.core.pieces import colour_name
 from brick_gym.core.poses import yaw_of
 from brick_gym.envs.fidelity_targets import FidelityTask
 from brick_gym.llm.adapter import BenchTask, EpisodeTools

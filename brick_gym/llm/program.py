@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.builder import Builder
+from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.rules import Rules
 from brick_gym.core.subassembly import Structure, loads
 from brick_gym.io.files import JSONInputError, parse_json

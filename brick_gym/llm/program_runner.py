@@ -174,8 +174,9 @@ def _error(exc: BaseException, recorder: _Recorder) -> dict[str, Any]:
 
 def _wrap_api(recorder: _Recorder) -> None:
     """Record refusals (outermost API call only) and the episode assembly's committed operations."""
-    from brick_gym.core.assembly import Assembly, Outcome
+    from brick_gym.core.assembly import Assembly
     from brick_gym.core.builder import Builder
+    from brick_gym.core.pieces import Outcome
 
     def report(result: Any) -> None:
         for out in result if isinstance(result, list) else [result]:
@@ -257,8 +258,9 @@ def _namespace(model: Any) -> dict[str, Any]:
     import numpy as np
 
     from brick_gym.core import catalog, poses
-    from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+    from brick_gym.core.assembly import Assembly
     from brick_gym.core.builder import Builder
+    from brick_gym.core.pieces import ConnectorRef, Placement
 
     def check(target: Any = None, **options: Any) -> Any:
         """The full validity report of ``model`` (or of another Builder/Assembly)."""

@@ -8,8 +8,8 @@ Every call returns a :class:`~brick_gym.llm.toolkit.ToolResult`, never raises: a
 not JSON, missing, unexpected, wrongly typed or out-of-range arguments each come back as a result whose text says
 what was wrong and how to call the tool correctly (``error_kind`` names the problem); anything that still goes wrong
 while a call is handled comes back as ``tool_failed``. Placements run through the same
-:class:`~brick_gym.core.assembly.Placement` / :meth:`Assembly.place` path as the Gymnasium env, so a refused
-placement returns the :class:`~brick_gym.core.assembly.Outcome`'s reason code as ``error_kind`` and its message.
+:class:`~brick_gym.core.pieces.Placement` / :meth:`Assembly.place` path as the Gymnasium env, so a refused
+placement returns the :class:`~brick_gym.core.pieces.Outcome`'s reason code as ``error_kind`` and its message.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Outcome, Placement, colour_name
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.builder import BadPlacement, Builder, parse_source, placement_from_mapping
 from brick_gym.core.catalog import MAX_QUERY_CHARS
+from brick_gym.core.pieces import ConnectorRef, Outcome, Placement, colour_name
 from brick_gym.core.poses import pose as make_pose
 from brick_gym.core.poses import yaw_of
 from brick_gym.core.queries import BadSelection

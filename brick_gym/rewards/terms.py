@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from brick_gym.core.assembly import Assembly, Outcome
+    from brick_gym.core.assembly import Assembly
+    from brick_gym.core.pieces import Outcome
     from brick_gym.core.validity import Report
 
 

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import part
 from brick_gym.core.examples import readme_wall, translation
+from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.core.validity import check, consistency_errors
 
@@ -174,16 +175,6 @@ def test_copy_is_independent_and_pickle_round_trips() -> None:
 
 def test_undo_with_nothing_to_undo() -> None:
     assert Assembly().undo().reason == "nothing_to_undo"
-
-
-def test_connector_refs_parse_and_attribute_access() -> None:
-    a = readme_wall()
-    ref = ConnectorRef.parse("3.stud[2]")
-    assert ref == ConnectorRef(3, "stud", 2) == ConnectorRef.parse((3, "stud", 2))
-    assert str(ref) == "3.stud[2]"
-    assert a[0].stud[0] == ConnectorRef(0, "stud", 0)
-    with pytest.raises(ValueError, match=r"PIECE\.GROUP"):
-        ConnectorRef.parse("stud 3")
 
 
 def test_technic_pin_in_technic_brick_hole_is_valid() -> None:
@@ -368,11 +359,3 @@ def test_any_target_is_placed_or_refused_with_a_reason_never_raised(target: obje
     outcome = a.place(Placement("3001", "red", target=target))  # type: ignore[arg-type]
     refusals = {"bad_connector", "no_piece", "no_mate", "occupied", "collision"}  # None: a free placement at the origin
     assert outcome.ok or (outcome.reason in refusals and outcome.message)
-
-
-def test_a_connector_ref_hashes_equals_and_sorts_as_its_fields() -> None:
-    refs = [ConnectorRef(2, "stud", 0), ConnectorRef(0, "stud", 3), ConnectorRef(0, "hole", 1)]
-    assert sorted(refs) == [ConnectorRef(0, "hole", 1), ConnectorRef(0, "stud", 3), ConnectorRef(2, "stud", 0)]
-    assert {ConnectorRef.parse("0.stud[3]"): 1}[ConnectorRef(0, "stud", 3)] == 1
-    assert str(ConnectorRef.parse([0, "stud", 3])) == "0.stud[3]"
-    assert pickle.loads(pickle.dumps(refs)) == refs

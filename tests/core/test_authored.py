@@ -12,10 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brick_gym.bench.corpus import near_miss, seated_pose
-from brick_gym.core.assembly import Assembly, Connection
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.examples import random_assembly, readme_wall, translation
 from brick_gym.core.ldraw import read_ldraw, write_ldr
 from brick_gym.core.modelfile import from_model, load, save, to_ldraw
+from brick_gym.core.pieces import Connection
 from brick_gym.core.validity import check
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brick_gym.core.assembly import Placement
 from brick_gym.core.builder import Builder
 from brick_gym.core.examples import readme_wall
+from brick_gym.core.pieces import Placement
 from brick_gym.core.rules import Rules
 from brick_gym.core.validity import check
 

@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 
 from brick_gym.bench.corpus import drop, seated_pose
 from brick_gym.core import colliders
-from brick_gym.core.assembly import Assembly, ConnectorRef
+from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import catalog
 from brick_gym.core.examples import translation
 from brick_gym.core.meshes import SHIPPED_INSET_LDU, part_mesh
+from brick_gym.core.pieces import ConnectorRef
 from brick_gym.core.stability import drop_test
 
 ARCHIVE = resources.files("brick_gym") / "data" / colliders.ARCHIVE_NAME

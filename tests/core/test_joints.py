@@ -230,8 +230,9 @@ def test_the_array_selection_keeps_what_the_greedy_selection_keeps(cands: list, 
 
 def test_a_joint_table_holds_the_joints_in_order_with_their_fit() -> None:
     """The full check reads joints as a table: it must hold exactly the joints, families and exactness."""
-    from brick_gym.core.assembly import JointTable, joints_from_scratch, scratch_table
+    from brick_gym.core.assembly import joints_from_scratch, scratch_table
     from brick_gym.core.examples import random_assembly
+    from brick_gym.core.pieces import JointTable
 
     asm = random_assembly(2, 120, ("3700", "2780", "32523", "3001", "3062b"))
     joints = joints_from_scratch(asm.pieces)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brick_gym.core import connectors as cx
-from brick_gym.core.assembly import Assembly, ConnectorRef, Placement, joints_from_scratch
+from brick_gym.core.assembly import Assembly, joints_from_scratch
 from brick_gym.core.catalog import part
 from brick_gym.core.collision import pair_verdicts, world_aabb
 from brick_gym.core.occupancy import (
@@ -31,6 +31,7 @@ from brick_gym.core.occupancy import (
     range_of_bounds,
     studs_reach,
 )
+from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.validity import consistency_errors
 
 BOXES = ("3001", "3003", "3004", "3005", "3010", "3020", "3022", "3023", "3024", "3034", "3068b", "3070b", "3958")

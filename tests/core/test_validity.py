@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brick_gym.core.assembly import Assembly, Connection, JointTable, joints_from_scratch
+from brick_gym.core.assembly import Assembly, joints_from_scratch
 from brick_gym.core.examples import pile_ldr, random_assembly, readme_wall, running_bond_wall, translation
 from brick_gym.core.ldraw import read_ldraw
 from brick_gym.core.modelfile import to_ldraw
+from brick_gym.core.pieces import Connection, JointTable
 from brick_gym.core.rules import Rules, Setting
 from brick_gym.core.validity import check, consistency_errors
 
@@ -160,7 +161,7 @@ def test_near_misses_past_the_listed_number_are_counted_in_one_warning() -> None
 @given(st.lists(st.integers(-(2**62), 2**62), unique=True, max_size=25), st.data())
 def test_components_are_the_connected_groups_of_the_joint_graph(ids: list[int], data) -> None:
     """Against a walk of the graph: every piece once, joined pieces together, largest first, ties by first id."""
-    from brick_gym.core.assembly import Joint
+    from brick_gym.core.pieces import Joint
     from brick_gym.core.validity import components_of
 
     pairs = data.draw(st.lists(st.tuples(st.sampled_from(ids), st.sampled_from(ids)), max_size=30)) if ids else []

@@ -35,7 +35,7 @@ def connector_order() -> Callable[..., list[Any]]:
     ``slot_rotation``, every part's (source, yaw) pairs depth by depth; the slots take turns, one pair each."""
     import bisect
 
-    from brick_gym.core.assembly import Placement
+    from brick_gym.core.pieces import Placement
     from brick_gym.envs.palette import mating_combos, slot_rotation
 
     def order(assembly: Any, palette: Any, targets: Any, stock: list[bool]) -> list[Any]:

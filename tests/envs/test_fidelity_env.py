@@ -8,7 +8,7 @@ import gymnasium as gym
 import pytest
 
 import brick_gym.envs  # noqa: F401
-from brick_gym.core.assembly import Placement
+from brick_gym.core.pieces import Placement
 from brick_gym.envs.fidelity_targets import ALL_KINDS, generate
 from brick_gym.envs.fidelity_tasks import fidelity_task_source, task_for
 from brick_gym.rl.baselines import GreedyFidelityAgent, RandomMaskedAgent, run_episodes, summarise

@@ -13,8 +13,8 @@ pytest.importorskip("pettingzoo")
 from gymnasium.utils.env_checker import data_equivalence
 from pettingzoo.test import api_test, seed_test
 
-from brick_gym.core.assembly import Placement
 from brick_gym.core.colours import colour
+from brick_gym.core.pieces import Placement
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.envs.episode import EnvConfig, EnvTask
 from brick_gym.envs.multi_builder import MultiBuilderEnv, default_task, env, raw_env

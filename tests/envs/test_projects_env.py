@@ -11,7 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import brick_gym.envs  # noqa: F401
-from brick_gym.core.assembly import Placement
+from brick_gym.core.pieces import Placement
 from brick_gym.core.references import reference_assembly, reference_ids, reference_pieces
 from brick_gym.envs.project_tasks import project_config, resolve_projects
 

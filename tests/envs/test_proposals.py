@@ -11,7 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import brick_gym.envs  # noqa: F401
-from brick_gym.core.assembly import Assembly, Placement
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.pieces import Placement
 from brick_gym.core.voxels import cell_ranges, piece_agreement, voxelize, world_bounds
 from brick_gym.envs.codecs import _in_stock
 from brick_gym.envs.fidelity_targets import ALL_KINDS, generate

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brick_gym.core.assembly import REASONS
+from brick_gym.core.pieces import REASONS
 from brick_gym.core.validity import check
 from brick_gym.llm.tools import ERROR_KINDS, ToolSession, anthropic_tools, tool_names
 

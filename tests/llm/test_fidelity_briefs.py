@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from brick_gym.core.assembly import colour_name
+from brick_gym.core.pieces import colour_name
 from brick_gym.envs.fidelity_targets import generate_suite
 from brick_gym.llm.adapter import EpisodeConfig, EpisodeTools
 from brick_gym.llm.fidelity_briefs import fidelity_bench_task, fidelity_brief, place_start_piece

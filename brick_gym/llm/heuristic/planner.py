@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.llm.heuristic.blueprints import BLUEPRINTS, palette_for
 from brick_gym.llm.heuristic.brief import Brief, read_brief
@@ -75,7 +76,7 @@ class _Planner:
         inv = self.rules.inventory
         if inv is None:
             return []
-        from brick_gym.core.assembly import colour_name
+        from brick_gym.core.pieces import colour_name
 
         return [colour_name(code) for (s, code) in inv.limits if s == stem and self.available(s, colour_name(code))]
 
@@ -154,7 +155,7 @@ class _Planner:
             need[col] = need.get(col, 0) + 1
         inv = self.rules.inventory
         assert inv is not None
-        from brick_gym.core.assembly import colour_name
+        from brick_gym.core.pieces import colour_name
 
         palette = sorted({colour_name(code) for (_, code) in inv.limits})
         mapping: dict[str, str] = {}
@@ -296,7 +297,7 @@ def _regions(base: Region, n: int) -> list[Region]:
 
 
 def _largest_base_plate(inventory: Inventory) -> tuple[str, str] | None:
-    from brick_gym.core.assembly import colour_name
+    from brick_gym.core.pieces import colour_name
 
     best: tuple[int, str, str] | None = None
     for (stem, code), n in inventory.limits.items():

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.core.assembly import Assembly, ConnectorRef, Placement
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.rules import Rules
 
 __all__ = ["BASES", "FALLBACK_KIND", "KIND_PARTS", "Cell", "Shape", "shapes_of", "stud_index"]
