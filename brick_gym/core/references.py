@@ -4,7 +4,8 @@ A reference is a BrickBench-style ``build.py`` (a top-level ``build()`` returnin
 Builder`) written with brick_gym's own API. They are the package's own data, so they are run in this process
 (agents' programs and submissions never are: those go through the sandbox). Scorers, the project commands and the
 ``BrickGym/Projects-v0`` environment all take their targets from here; the pieces and voxels of each reference are
-built once per process.
+built once per process. It sits in core, below both of its users: the environment (``envs/project_tasks.py``) may
+not import the benchmark, and ``bench/projects`` must run without gymnasium, which importing ``envs`` requires.
 """
 
 from __future__ import annotations
