@@ -30,11 +30,12 @@ FLOORS = {
     "brick_gym.data": 10,
 }
 """Floor of each top-level room: a module may import from its own room and from rooms on lower floors only.
-(Reward terms are injected into the environments, and judge-scored terms use the judges, so rewards and judges
-sit below envs; agents and trainers use the environments; the benchmark runs them all; the Inspect and verifiers
-faces use the benchmark's task loading and checks. The project references' ``build.py`` files in
-``brick_gym.data`` are programs, not modules: they use the public API, ``from brick_gym import Builder``, and are
-run by path, never imported.)"""
+(``io`` (files, paths, locks, previews) is the ground floor: core and every room above use it, and it uses nothing
+else of the package. Reward terms are injected into the environments, and judge-scored terms use the judges, so
+rewards and judges sit below envs; agents and trainers use the environments; the benchmark runs them all; the
+Inspect and verifiers faces use the benchmark's task loading and checks. The project references' ``build.py``
+files in ``brick_gym.data`` are programs, not modules: they use the public API, ``from brick_gym import Builder``,
+and are run by path, never imported.)"""
 
 HEAVY = ("gymnasium", "torch", "transformers", "openai", "anthropic", "moderngl", "wandb", "pettingzoo", "ray")
 
