@@ -4,11 +4,12 @@ Rule for code blocks. In README.md, docs/index.md, docs/guides/*.md and docs/ref
 ```python or ```bash runs; blocks fenced ```shell, ```text, ```json or ```toml are shown, never run (commands that
 need a cluster, a GPU judge, a real provider or hours). A page's python blocks run in order as one script (later
 blocks may use earlier names), its bash blocks in order as one ``bash -euo pipefail`` script, each in a fresh
-process in an empty temporary folder, with a timeout. Budgets: a line ``NAME = value`` at the start of a line whose
-NAME is a key of :data:`BUDGETS` gets the test's small value instead, so readers see real budgets and the tests
-stay fast. The processes find ``brick-gym`` (this checkout's) and this interpreter's scripts (``inspect``) on PATH,
-and ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` point at a loopback OpenAI-compatible server replaying a scripted
-model, so the LLM quick starts run without a network or a key.
+process in an empty temporary folder, with a timeout. Budgets: a line ``NAME = value`` whose NAME is a key of
+:data:`BUDGETS`, and a keyword argument ``name=value`` whose name is a key of :data:`KEYWORD_BUDGETS`, get the
+test's small value instead, so readers see real budgets and the tests stay fast. The processes find
+``brick-gym`` (this checkout's) and this interpreter's scripts (``inspect``) on PATH, and ``OPENAI_BASE_URL`` /
+``OPENAI_API_KEY`` point at a loopback OpenAI-compatible server replaying a scripted model, so the LLM quick
+starts run without a network or a key.
 
 Also: ``mkdocs build --strict`` (no broken link or anchor, every page in the nav), the README at most 12 KB with
 the two commands .ci/run runs, every registered env id and every install extra in the README's tables.
@@ -36,8 +37,10 @@ RUNNABLE_PAGES = [README, DOCS / "index.md", *sorted((DOCS / "guides").glob("*.m
 RUNNABLE_PAGES += sorted((DOCS / "reference").glob("*.md"))
 RUN = {"python", "bash"}
 SHOWN = {"shell", "text", "json", "toml"}
-BUDGETS = {"TIMESTEPS": "256", "EPISODES": "1", "EVAL_EPISODES": "1", "EXAMPLES": "1"}
+BUDGETS = {"TIMESTEPS": "64", "EPISODES": "1", "EVAL_EPISODES": "1", "EXAMPLES": "1"}
 """Budget constants of the docs' code and the value each gets in the tests."""
+KEYWORD_BUDGETS = {"n_steps": "32", "batch_size": "32"}
+"""Budget keyword arguments (MaskablePPO's rollout and minibatch) and the value each gets in the tests."""
 TIMEOUT_S = 300
 FENCE = re.compile(r"^```([A-Za-z0-9_-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 SCRIPT = [
@@ -55,12 +58,15 @@ def code_blocks(text: str) -> list[tuple[str, str]]:
 
 
 def with_budgets(code: str) -> str:
-    """The code with every budget line ``NAME = value`` (NAME in :data:`BUDGETS`) set to the test's value."""
+    """The code with every budget line ``NAME = value`` (NAME in :data:`BUDGETS`) and every budget keyword
+    ``name=value`` (name in :data:`KEYWORD_BUDGETS`; the value a plain number) set to the test's value."""
 
     def small(m: re.Match[str]) -> str:
         return f"{m.group(1)} = {BUDGETS[m.group(1)]}" + (f"  {m.group(2)}" if m.group(2) else "")
 
-    return re.sub(rf"^({'|'.join(BUDGETS)}) = [^#\n]*(#.*)?$", small, code, flags=re.M)
+    code = re.sub(rf"^({'|'.join(BUDGETS)}) = [^#\n]*(#.*)?$", small, code, flags=re.M)
+    keywords = rf"\b({'|'.join(KEYWORD_BUDGETS)})=[0-9_]+\b"
+    return re.sub(keywords, lambda m: f"{m.group(1)}={KEYWORD_BUDGETS[m.group(1)]}", code)
 
 
 def page_id(page: Path) -> str:
@@ -69,8 +75,10 @@ def page_id(page: Path) -> str:
 
 def test_budget_lines_get_the_tests_values() -> None:
     code = "TIMESTEPS = 25_000  # 20 min\nX = TIMESTEPS\n  EPISODES = 20\nMY_EPISODES = 9\nEXAMPLES = 10\n"
-    small = "TIMESTEPS = 256  # 20 min\nX = TIMESTEPS\n  EPISODES = 20\nMY_EPISODES = 9\nEXAMPLES = 1\n"
+    small = "TIMESTEPS = 64  # 20 min\nX = TIMESTEPS\n  EPISODES = 20\nMY_EPISODES = 9\nEXAMPLES = 1\n"
     assert with_budgets(code) == small
+    call = "PPO(p, env, n_steps=512, batch_size=128, my_n_steps=5, n_epochs=4)"
+    assert with_budgets(call) == "PPO(p, env, n_steps=32, batch_size=32, my_n_steps=5, n_epochs=4)"
 
 
 @pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=page_id)
@@ -106,12 +114,17 @@ def run_env(tmp_path: Path, url: str) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("language", sorted(RUN))
-@pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=page_id)
+SCRIPTS = [
+    pytest.param(page, language, id=f"{page_id(page)}-{language}")
+    for page in RUNNABLE_PAGES
+    for language in sorted(RUN)
+    if any(lang == language for lang, _ in code_blocks(page.read_text()))
+]
+
+
+@pytest.mark.parametrize(("page", "language"), SCRIPTS)
 def test_code_blocks_run(page: Path, language: str, tmp_path: Path, llm_endpoint) -> None:
     blocks = [code for lang, code in code_blocks(page.read_text()) if lang == language]
-    if not blocks:
-        pytest.skip(f"no {language} blocks")
     url, _ = llm_endpoint
     work = tmp_path / "work"
     work.mkdir()
