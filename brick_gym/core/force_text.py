@@ -87,3 +87,8 @@ def relief_advice(forces: dict) -> str:
     state = f"at {u:.0%} of its capacity" if u <= 1 else f"overloaded {u:.2g}× (it would give)"
     relief = _RELIEF.get(joint["mode"], "support it or add connections")
     return f"Force analysis: the weakest joint is {where}, {joint['mode']}, {state}. To relieve it: {relief}."
+
+
+def force_advice(assembly: Assembly) -> str:
+    """:func:`relief_advice` of ``assembly``'s force analysis (what the agents' check tool appends)."""
+    return relief_advice(forces_json(assembly))
