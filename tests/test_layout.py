@@ -18,6 +18,7 @@ FLOORS = {
     "brick_gym.endpoints": 1,
     "brick_gym.cluster": 1,
     "brick_gym.render": 2,
+    "brick_gym.force_picture": 2,
     "brick_gym.judges": 3,
     "brick_gym.rewards": 4,
     "brick_gym.envs": 5,
