@@ -29,6 +29,9 @@ TENSION_COST = 1e-4
 """Total weight of the stud tensions (normalised by capacity, averaged) beside −λ: λ comes out within 1e-4."""
 SLACK_TOLERANCE = 1e-7
 """Slack (N, or N·20 LDU) above this in the second program means the component needs what its joints cannot give."""
+SIMPLEX_MAX_PIECES = 100
+"""Components up to this many pieces go to HiGHS's dual simplex, larger ones to its interior point method (measured on
+running-bond walls: at 52 pieces simplex 35 ms, interior point 80 ms; at 315 pieces 3.4 s against 0.45 s)."""
 TIME_LIMIT_S = 20.0
 """Most seconds one component's program may take (HiGHS's own limit): bounded work for any file."""
 UP = np.array([0.0, -1.0, 0.0])  # LDraw: −y is up
@@ -64,23 +67,30 @@ class Connection:
         return np.mean(points, axis=0)
 
 
+def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a × b of two 3-vectors (numpy's ``cross`` costs tens of microseconds on one pair)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 def connections(pieces: dict[int, Piece], joints: Sequence[Joint]) -> dict[tuple[int, int], Connection]:
     """The joints grouped by piece pair (a < b); a pair's stud joints of one axis and one plane form one stud
-    connection."""
+    connection (grouped in arrays: a big component has thousands)."""
     found: dict[tuple[int, int], Connection] = {}
-    studs: dict[tuple, list] = {}
+    stud_rows: list[tuple[int, int, bool]] = []
+    stud_frames: list[np.ndarray] = []
     for j in joints:
         a, b = pieces[j.a], pieces[j.b]
-        ca, cb = a.part.connectors[j.a_conn], b.part.connectors[j.b_conn]
-        conn = found.setdefault((j.a, j.b), Connection())
+        conn = found.get((j.a, j.b))
+        if conn is None:
+            conn = found[(j.a, j.b)] = Connection()
         conn.connectors.append((j.a_conn, j.b_conn))
+        ca = a.part.connectors[j.a_conn]
         if j.family == "stud":
-            stud_piece, at = (a, j.a_conn) if ca.kind == "stud" else (b, j.b_conn)
-            frame = stud_piece.world_frames[at]
-            n = -frame[:3, 1]
-            key = (j.a, j.b, *np.round(n, 3).tolist(), round(float(n @ frame[:3, 3]), 1))
-            studs.setdefault(key, [stud_piece is a, n, frame[:3, 0], []])[3].append(frame[:3, 3])
+            on_a = ca.kind == "stud"
+            stud_rows.append((j.a, j.b, on_a))
+            stud_frames.append(a.world_frames[j.a_conn] if on_a else b.world_frames[j.b_conn])
             continue
+        cb = b.part.connectors[j.b_conn]
         if j.family == "axle":
             host, at = (a, j.a_conn) if ca.subtype in cap.HOSTS else (b, j.b_conn)
             pin = b if host is a else a
@@ -90,13 +100,25 @@ def connections(pieces: dict[int, Piece], joints: Sequence[Joint]) -> dict[tuple
             model = cap.family_model(j.family)
         frame = host.world_frames[at]
         n, e1 = -frame[:3, 1], frame[:3, 0]
-        conn.models.append((model, (a.points[j.a_conn] + b.points[j.b_conn]) / 2, (e1, np.cross(n, e1), n)))
-    for key, (stud_on_a, n, x, points) in studs.items():
-        e1 = x - (x @ n) * n
+        conn.models.append((model, (a.points[j.a_conn] + b.points[j.b_conn]) / 2, (e1, cross3(n, e1), n)))
+    if not stud_rows:
+        return found
+    frames = np.stack(stud_frames)
+    n, points, x = -frames[:, :3, 1], frames[:, :3, 3], frames[:, :3, 0]
+    plane = np.einsum("ij,ij->i", n, points)
+    keys = np.column_stack([np.array(stud_rows, dtype=np.int64), np.rint(n * 1000), np.rint(plane * 10)])
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(map(tuple, keys.astype(np.int64).tolist())):
+        groups.setdefault(key, []).append(i)
+    for key, members in groups.items():
+        first = members[0]
+        axis, ex = n[first], x[first]
+        e1 = ex - (ex @ axis) * axis
         e1 /= np.linalg.norm(e1)
         # forces are written on pair[1]; when pair[1] holds the studs, its "hole side" view flips the axes
-        sign = 1.0 if stud_on_a else -1.0
-        found[key[:2]].studs.append((np.array(points), tuple(sign * v for v in (e1, np.cross(n, e1), n)), sign))
+        sign = 1.0 if key[2] else -1.0
+        frame = (sign * e1, sign * cross3(axis, e1), sign * axis)
+        found[key[:2]].studs.append((points[members], frame, sign))
     return found
 
 
@@ -118,17 +140,14 @@ class _Columns:
     size: int = 0
 
     def add(self, on, against, owner, directions, points, moment, lower, upper, cost=0.0, slack=False) -> np.ndarray:
+        """Columns, one per row of ``directions``; every other argument a scalar or one value per column."""
+        directions = np.asarray(directions, dtype=float).reshape(-1, 3)
         k = len(directions)
-        self.on.append(np.full(k, on))
-        self.against.append(np.full(k, against))
-        self.owner.append(np.full(k, owner))
-        self.direction.append(np.asarray(directions, dtype=float).reshape(k, 3))
+        for name, value in (("on", on), ("against", against), ("owner", owner), ("moment", moment),
+                            ("lower", lower), ("upper", upper), ("cost", cost), ("slack", slack)):  # fmt: skip
+            getattr(self, name).append(np.full(k, value) if np.ndim(value) == 0 else np.asarray(value))
+        self.direction.append(directions)
         self.point.append(np.asarray(points, dtype=float).reshape(k, 3))
-        self.moment.append(np.broadcast_to(moment, k))
-        self.lower.append(np.broadcast_to(np.asarray(lower, dtype=float), k))
-        self.upper.append(np.broadcast_to(np.asarray(upper, dtype=float), k))
-        self.cost.append(np.broadcast_to(np.asarray(cost, dtype=float), k))
-        self.slack.append(np.full(k, slack))
         start = self.size
         self.size += k
         return np.arange(start, start + k)
@@ -142,47 +161,82 @@ _COLUMN_FIELDS = ("on", "against", "owner", "direction", "point", "moment", "low
 
 @dataclass
 class _Checks:
-    """Capacity checks: Σ coeffs · x[cols] within ±cap (``two_sided``) or ≤ cap, of a pair, with what it means."""
+    """Capacity checks. Row checks: Σ coeffs · x[cols] ≤ cap, each a row of the program. Bound checks: |x[col]| ≤ cap,
+    already bounds of their columns, kept as arrays. Each names its pair and what it means (``modes``)."""
 
     cols: list = field(default_factory=list)
     coeffs: list = field(default_factory=list)
     caps: list = field(default_factory=list)
     pairs: list = field(default_factory=list)
     modes: list = field(default_factory=list)
-    rows: list = field(default_factory=list)
-    """Whether the check needs a row (else it is a bound already)."""
+    bound_cols: list = field(default_factory=list)
+    bound_caps: list = field(default_factory=list)
+    bound_pairs: list = field(default_factory=list)
+    bound_modes: list = field(default_factory=list)
+
+    def row(self, cols: list[int], coeffs: list[float], capacity: float, pair: int, mode: str) -> None:
+        self.cols.append(cols)
+        self.coeffs.append(coeffs)
+        self.caps.append(capacity)
+        self.pairs.append(pair)
+        self.modes.append(mode)
+
+    def bounds(self, cols: np.ndarray, capacity: float, pairs, mode: str) -> None:
+        self.bound_cols.append(np.asarray(cols))
+        self.bound_caps.append(np.full(len(cols), capacity))
+        self.bound_pairs.append(np.full(len(cols), pairs) if np.ndim(pairs) == 0 else np.asarray(pairs))
+        self.bound_modes.extend([mode] * len(cols))
 
 
-def _stud_blocks(cols: _Columns, checks: _Checks, on: int, against: int, pair: int, studs_list, origin, diagnose):
+def _stud_blocks(cols: _Columns, checks: _Checks, specs: list, origin: np.ndarray, diagnose: bool) -> None:
+    """Every stud connection ((on, against, pair, studs, frame) each), in one set of columns per kind: face
+    compression at the corners of the stud cells' hull, a clutch tension per stud, locked shear and twist (a lone
+    stud's twist in its friction pyramid)."""
+    if not specs:
+        return
     inf = math.inf
-    for studs, (e1, e2, n), _ in studs_list:
+    corner_rows, stud_rows, centre_rows = [], [], []
+    for on, against, pair, studs, (e1, e2, n) in specs:
         studs = studs - origin
         centre = studs.mean(axis=0)
         corners = _cell_hull(studs - centre, e1, e2) + centre
-        m, h = len(studs), len(corners)
-        cols.add(on, against, pair, np.repeat(n[None], h, 0), corners, False, 0.0, inf)
-        limit = inf if diagnose else cap.CLUTCH_N
-        cost = 0.0 if diagnose else TENSION_COST / cap.CLUTCH_N
-        tension = cols.add(on, against, pair, np.repeat(-n[None], m, 0), studs, False, 0.0, limit, cost)
-        cols.add(on, against, pair, [e1, e2], [centre, centre], False, -inf, inf)
-        twist = cols.add(on, against, pair, n[None], centre[None], True, -inf, inf)
-        if m == 1:  # the pyramid: t ± twist / r ≤ μF0 (twist column in N·20 LDU)
-            lever = SCALE / cap.STUD_RADIUS_LDU
-            for s in (1.0, -1.0):
-                checks.cols.append([tension[0], twist[0]])
-                checks.coeffs.append([1.0, s * lever])
-                checks.caps.append(cap.CLUTCH_N)
-                checks.pairs.append(pair)
-                checks.modes.append("pulled off its stud")
-                checks.rows.append(not diagnose)
-        else:
-            for t in tension.tolist():
-                checks.cols.append([t])
-                checks.coeffs.append([1.0])
-                checks.caps.append(cap.CLUTCH_N)
-                checks.pairs.append(pair)
-                checks.modes.append("pulled off its studs")
-                checks.rows.append(False)
+        corner_rows.append((on, against, pair, n, corners))
+        stud_rows.append((on, against, pair, -n, studs))
+        centre_rows.append((on, against, pair, centre, e1, e2, n))
+
+    def spread(rows):
+        counts = [len(r[4]) for r in rows]
+        per = [np.repeat([r[i] for r in rows], counts, axis=0) for i in range(4)]
+        return (*per, np.concatenate([r[4] for r in rows]), counts)
+
+    on, against, owner, direction, points, _ = spread(corner_rows)
+    cols.add(on, against, owner, direction, points, False, 0.0, inf)
+    on, against, owner, direction, points, counts = spread(stud_rows)
+    limit = inf if diagnose else cap.CLUTCH_N
+    tension = cols.add(
+        on, against, owner, direction, points, False, 0.0, limit, 0.0 if diagnose else TENSION_COST / limit
+    )
+    on, against, owner, centre, e1, e2, n = (np.array([r[i] for r in centre_rows]) for i in range(7))
+    two = np.repeat(np.arange(len(centre_rows)), 2)
+    shear = np.stack([e1, e2], axis=1).reshape(-1, 3)
+    cols.add(on[two], against[two], owner[two], shear, centre[two], False, -inf, inf)
+    twist = cols.add(on, against, owner, n, centre, True, -inf, inf)
+    counts = np.array(counts)
+    lone = counts == 1
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    lever = SCALE / cap.STUD_RADIUS_LDU
+    for k in np.flatnonzero(lone).tolist():  # the pyramid: t ± twist / r ≤ μF0 (twist column in N·20 LDU)
+        if not diagnose:
+            for sign in (1.0, -1.0):
+                checks.row([tension[starts[k]], twist[k]], [1.0, sign * lever], cap.CLUTCH_N, owner[k], LONE_STUD)
+    many = np.repeat(~lone, counts)
+    checks.bounds(tension[many], cap.CLUTCH_N, np.repeat(owner, counts)[many], STUDS)
+    if lone.any():  # the lone studs' tension alone, for reading (their rows above hold the twist too)
+        checks.bounds(tension[~many], cap.CLUTCH_N, np.repeat(owner, counts)[~many], LONE_STUD)
+
+
+LONE_STUD = "pulled off its stud"
+STUDS = "pulled off its studs"
 
 
 def _cell_hull(local: np.ndarray, e1: np.ndarray, e2: np.ndarray) -> np.ndarray:
@@ -225,20 +279,10 @@ def _model_blocks(cols: _Columns, checks: _Checks, on, against, pair, models, or
             bound = inf if diagnose else bound
             index[i] = cols.add(on, against, pair, directions[i][None], point[None], is_moment[i], -bound, bound)[0]
             if kinds[i] == cap.LIMIT:
-                checks.cols.append([index[i]])
-                checks.coeffs.append([1.0])
-                checks.caps.append(model.caps[i] / (SCALE if is_moment[i] else 1.0))
-                checks.pairs.append(pair)
-                checks.modes.append(model.modes[i])
-                checks.rows.append(False)
-        if (kinds[3:5] == cap.BEND).all():
+                checks.bounds(index[[i]], model.caps[i] / (SCALE if is_moment[i] else 1.0), pair, model.modes[i])
+        if (kinds[3:5] == cap.BEND).all() and not diagnose:
             for signs in _SIGNS2:
-                checks.cols.append(index[3:5].tolist())
-                checks.coeffs.append(signs.tolist())
-                checks.caps.append(model.caps[3] / SCALE)
-                checks.pairs.append(pair)
-                checks.modes.append(model.modes[3])
-                checks.rows.append(not diagnose)
+                checks.row(index[3:5].tolist(), signs.tolist(), model.caps[3] / SCALE, pair, model.modes[3])
 
 
 def _ground_blocks(cols: _Columns, on: int, contacts: np.ndarray, diagnose: bool) -> None:
@@ -299,27 +343,26 @@ def _program(ids, pairs, joined, weighed, *, diagnose: bool) -> Solution | None:
     index = {pid: k for k, pid in enumerate(ids)}
     origin = np.mean([weighed[p].centroid for p in ids], axis=0)
     cols, checks = _Columns(), _Checks()
-    load = cols.add(0, -1, -10**9, np.zeros((1, 3)), np.zeros((1, 3)), False, 1.0 if diagnose else 0.0,
-                    1.0 if diagnose else MAX_LOAD_FACTOR, 0.0 if diagnose else -1.0)[0]  # fmt: skip
+    specs = []
     for k, pair in enumerate(pairs):
         conn = joined[pair]
         on, against = index[pair[1]], index[pair[0]]
-        _stud_blocks(cols, checks, on, against, k, conn.studs, origin, diagnose)
+        specs.extend((on, against, k, studs, frame) for studs, frame, _ in conn.studs)
         _model_blocks(cols, checks, on, against, k, conn.models, origin, diagnose)
+    _stud_blocks(cols, checks, specs, origin, diagnose)
     for pid in ids:
         contacts = weighed[pid].contacts
         if contacts is not None:
             _ground_blocks(cols, index[pid], contacts - origin, diagnose)
     c = cols.arrays()
-    n_pieces, n_cols = len(ids), cols.size
+    n_pieces = len(ids)
+    load, n_cols = cols.size, cols.size + n_pieces  # λ: one copy per piece, chained equal (no dense column)
     lin = np.where(c["moment"][:, None], 0.0, c["direction"])
     ang = np.where(c["moment"][:, None], c["direction"], np.cross(c["point"], c["direction"]) / SCALE)
     block = np.concatenate([lin, ang], axis=1)
-    block[load] = 0.0
     rows, col_ix, vals = [], [], []
     for ends, sign in ((c["on"], 1.0), (c["against"], -1.0)):
         keep = ends >= 0
-        keep[load] = False
         r = 6 * ends[keep][:, None] + np.arange(6)[None]
         rows.append(r.ravel())
         col_ix.append(np.repeat(np.flatnonzero(keep), 6))
@@ -329,12 +372,17 @@ def _program(ids, pairs, joined, weighed, *, diagnose: bool) -> Solution | None:
         w = weighed[pid]
         force = np.array([0.0, w.weight, 0.0])
         k = index[pid]
-        gravity[6 * k : 6 * k + 6] = np.concatenate([force, np.cross(w.centroid - origin, force) / SCALE])
+        gravity[6 * k : 6 * k + 6] = np.concatenate([force, cross3(w.centroid - origin, force) / SCALE])
     rows.append(np.arange(6 * n_pieces))
-    col_ix.append(np.full(6 * n_pieces, load))
+    col_ix.append(load + np.repeat(np.arange(n_pieces), 6))
     vals.append(gravity)
-    a_eq = csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(col_ix))), (6 * n_pieces, n_cols))
-    need = [i for i, r in enumerate(checks.rows) if r]
+    links = np.arange(n_pieces - 1)  # λ_k − λ_(k+1) = 0
+    rows.append(np.concatenate([6 * n_pieces + links, 6 * n_pieces + links]))
+    col_ix.append(np.concatenate([load + links, load + links + 1]))
+    vals.append(np.concatenate([np.ones(len(links)), -np.ones(len(links))]))
+    n_eq = 6 * n_pieces + len(links)
+    a_eq = csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(col_ix))), (n_eq, n_cols))
+    need = range(len(checks.cols))
     a_ub = b_ub = None
     if need:
         r = np.concatenate([np.full(len(checks.cols[i]), k) for k, i in enumerate(need)])
@@ -346,18 +394,20 @@ def _program(ids, pairs, joined, weighed, *, diagnose: bool) -> Solution | None:
             (len(need), n_cols),
         )
         b_ub = np.array([checks.caps[i] for i in need])
-    cost = c["cost"].copy()
-    if not diagnose and len(checks.caps):
-        cost[c["cost"] > 0] /= max(1, int((c["cost"] > 0).sum()))
-    bounds = np.stack([c["lower"], c["upper"]], axis=1)
+    cost = np.concatenate([c["cost"], np.zeros(n_pieces)])
+    if not diagnose:
+        cost[: cols.size][c["cost"] > 0] /= max(1, int((c["cost"] > 0).sum()))
+        cost[load] = -1.0
+    lam = (1.0, 1.0) if diagnose else (0.0, MAX_LOAD_FACTOR)
+    bounds = np.concatenate([np.stack([c["lower"], c["upper"]], axis=1), np.tile(lam, (n_pieces, 1))])
     result = linprog(
         cost,
         A_ub=a_ub,
         b_ub=b_ub,
         A_eq=a_eq,
-        b_eq=np.zeros(6 * n_pieces),
+        b_eq=np.zeros(n_eq),
         bounds=bounds,
-        method="highs",
+        method="highs-ds" if n_pieces <= SIMPLEX_MAX_PIECES else "highs-ipm",
         options={"time_limit": TIME_LIMIT_S},
     )
     if result.x is None:
@@ -367,10 +417,7 @@ def _program(ids, pairs, joined, weighed, *, diagnose: bool) -> Solution | None:
 
 def _read(x, c, checks, load, pairs, ids, weighed, origin, diagnose) -> Solution:
     lam = float(x[load])
-    scale = 1.0 / lam if lam > 0 else 0.0
-    actual = x * scale if not diagnose else x
-    actual[load] = 0.0
-    values = actual
+    values = x[:load] * (1.0 / lam if lam > 0 and not diagnose else 1.0)  # the forces at the actual weight
     force = np.where(c["moment"][:, None], 0.0, c["direction"]) * values[:, None]
     torque = np.where(c["moment"][:, None], c["direction"] * SCALE, np.cross(c["point"], c["direction"]))
     torque = torque * values[:, None]
@@ -378,6 +425,15 @@ def _read(x, c, checks, load, pairs, ids, weighed, origin, diagnose) -> Solution
     owner = c["owner"]
     util = np.zeros(n)
     modes = [""] * n
+    if not diagnose and checks.bound_cols:
+        at = np.concatenate(checks.bound_cols)
+        ratio = np.abs(values[at]) / np.concatenate(checks.bound_caps)
+        pair_of = np.concatenate(checks.bound_pairs).astype(np.int64)
+        order = np.lexsort((ratio, pair_of))  # per pair, its largest ratio last
+        last = np.flatnonzero(np.r_[pair_of[order][1:] != pair_of[order][:-1], True])
+        for i in order[last].tolist():
+            if ratio[i] > util[pair_of[i]]:
+                util[pair_of[i]], modes[pair_of[i]] = float(ratio[i]), checks.bound_modes[i]
     if not diagnose:
         for cols_, coeffs, capacity, pair, mode in zip(
             checks.cols, checks.coeffs, checks.caps, checks.pairs, checks.modes, strict=True
@@ -394,26 +450,26 @@ def _read(x, c, checks, load, pairs, ids, weighed, origin, diagnose) -> Solution
         for k in np.flatnonzero(moving).tolist():
             modes[k] = "turns or slides freely: it must carry what it cannot"
     index = {pid: k for k, pid in enumerate(ids)}
-    net = np.zeros((len(ids), 6))
-    for pid in ids:
-        w = weighed[pid]
-        g = np.array([0.0, w.weight, 0.0])
-        net[index[pid]] = np.concatenate([g, np.cross(w.centroid - origin, g)])
+    weight = np.zeros((len(ids), 3))
+    weight[:, 1] = [weighed[p].weight for p in ids]
+    centroids = np.array([weighed[p].centroid for p in ids]) - origin
+    net = np.concatenate([weight, np.cross(centroids, weight)], axis=1)
     pair_force, pair_moment = np.zeros((n, 3)), np.zeros((n, 3))
     joint = owner >= 0
     np.add.at(pair_force, owner[joint], force[joint])
     np.add.at(pair_moment, owner[joint], torque[joint])
-    for k, (a, b) in enumerate(pairs):
-        net[index[b]] += np.concatenate([pair_force[k], pair_moment[k]])
-        net[index[a]] -= np.concatenate([pair_force[k], pair_moment[k]])
-    ground, tips = {}, False
-    for pid in ids:
-        mine = owner == -1 - index[pid]
-        if mine.any():
-            f, m = force[mine].sum(axis=0), torque[mine].sum(axis=0)
-            net[index[pid]] += np.concatenate([f, m])
-            ground[pid] = (f, m + np.cross(origin, f))
-            tips = tips or float(slack[mine].sum()) > SLACK_TOLERANCE
+    wrench = np.concatenate([pair_force, pair_moment], axis=1)
+    np.add.at(net, np.array([index[b] for _, b in pairs], dtype=np.int64), wrench)
+    np.subtract.at(net, np.array([index[a] for a, _ in pairs], dtype=np.int64), wrench)
+    on_ground = owner < 0
+    rests = -1 - owner[on_ground]
+    ground_wrench, pull = np.zeros((len(ids), 6)), np.zeros(len(ids))
+    np.add.at(ground_wrench, rests, np.concatenate([force[on_ground], torque[on_ground]], axis=1))
+    np.add.at(pull, rests, slack[on_ground])
+    net += ground_wrench
+    tips = float(pull.sum()) > SLACK_TOLERANCE
+    ground = {ids[k]: (ground_wrench[k, :3], ground_wrench[k, 3:] + cross3(origin, ground_wrench[k, :3]))
+              for k in np.unique(rests).tolist()}  # fmt: skip
     residual = max(float(np.abs(net[:, :3]).max()), float(np.abs(net[:, 3:]).max()) / SCALE)
     # pair moments about the world origin (the program's are about ``origin``)
     pair_moment = pair_moment + np.cross(origin, pair_force)

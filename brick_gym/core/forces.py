@@ -203,7 +203,7 @@ def _solve_component(ids: Sequence[int], pieces: dict[int, Piece], joints: Seque
     for k, pair in enumerate(pairs):
         conn = joined[pair]
         point = conn.point
-        moment = sol.pair_moment[k] - np.cross(point, sol.pair_force[k])
+        moment = sol.pair_moment[k] - fp.cross3(point, sol.pair_force[k])
         loads.append(
             JointLoad(pair, tuple(conn.connectors), conn.kind, float(sol.utilisation[k]), sol.modes[k],
                       sol.pair_force[k], moment, point)
