@@ -13,6 +13,7 @@ then says which joints move and whether the ground must pull.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -32,8 +33,7 @@ SLACK_TOLERANCE = 1e-7
 SIMPLEX_MAX_PIECES = 100
 """Components up to this many pieces go to HiGHS's dual simplex, larger ones to its interior point method (measured on
 running-bond walls: at 52 pieces simplex 35 ms, interior point 80 ms; at 315 pieces 3.4 s against 0.45 s)."""
-TIME_LIMIT_S = 20.0
-"""Most seconds one component's program may take (HiGHS's own limit): bounded work for any file."""
+
 UP = np.array([0.0, -1.0, 0.0])  # LDraw: −y is up
 _SIGNS2 = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
 
@@ -320,14 +320,18 @@ def solve(
     pairs: list[tuple[int, int]],
     joined: dict[tuple[int, int], Connection],
     weighed: dict[int, Weighed],
+    time_limit_s: float,
 ) -> Solution:
-    """Solve one grounded component: the load-factor program, and the diagnosis when λ* is 0."""
-    first = _program(ids, pairs, joined, weighed, diagnose=False)
+    """Solve one grounded component within ``time_limit_s`` (HiGHS's own limit; unsolved past it): the load-factor
+    program, and the diagnosis when λ* is 0."""
+    started = time.perf_counter()
+    first = _program(ids, pairs, joined, weighed, time_limit_s, diagnose=False)
     if first is None:
         return _unsolved(len(pairs))
     if first.load_factor > 1e-9:
         return first
-    second = _program(ids, pairs, joined, weighed, diagnose=True)
+    left = time_limit_s - (time.perf_counter() - started)
+    second = _program(ids, pairs, joined, weighed, left, diagnose=True) if left > 0 else None
     return second if second is not None else _unsolved(len(pairs))
 
 
@@ -336,7 +340,7 @@ def _unsolved(n: int) -> Solution:
                     np.zeros((n, 3)), {}, math.nan, solved=False)  # fmt: skip
 
 
-def _program(ids, pairs, joined, weighed, *, diagnose: bool) -> Solution | None:
+def _program(ids, pairs, joined, weighed, time_limit_s: float, *, diagnose: bool) -> Solution | None:
     from scipy.optimize import linprog
     from scipy.sparse import csr_matrix
 
@@ -408,9 +412,9 @@ def _program(ids, pairs, joined, weighed, *, diagnose: bool) -> Solution | None:
         b_eq=np.zeros(n_eq),
         bounds=bounds,
         method="highs-ds" if n_pieces <= SIMPLEX_MAX_PIECES else "highs-ipm",
-        options={"time_limit": TIME_LIMIT_S},
+        options={"time_limit": max(time_limit_s, 1e-3)},
     )
-    if result.x is None:
+    if result.x is None or result.status != 0:  # out of time
         return None
     return _read(result.x, c, checks, load, pairs, ids, weighed, origin, diagnose)
 

@@ -101,8 +101,13 @@ class ForceReport:
     @property
     def max_utilisation(self) -> float:
         """The largest utilisation over every grounded component (0 when there is none)."""
-        values = [c.max_utilisation for c in self.components if c.grounded]
+        values = [c.max_utilisation for c in self.components if not math.isnan(c.max_utilisation)]
         return max(values, default=0.0)
+
+    @property
+    def unsolved(self) -> tuple[int, ...]:
+        """Pieces of components whose program ran out of time (the largest utilisation ignores them)."""
+        return tuple(sorted(p for c in self.components if math.isnan(c.max_utilisation) for p in c.pieces))
 
     @property
     def margin(self) -> float:
@@ -111,8 +116,8 @@ class ForceReport:
 
     @property
     def holds(self) -> bool:
-        """Whether every joint of every grounded component is within its capacity."""
-        return self.max_utilisation <= 1.0
+        """Whether every joint of every grounded component is within its capacity (False when one went unsolved)."""
+        return self.max_utilisation <= 1.0 and not self.unsolved
 
     def weakest(self, count: int = 5) -> list[JointLoad]:
         """The ``count`` most utilised joints, worst first."""
@@ -120,7 +125,8 @@ class ForceReport:
         return sorted(every, key=lambda j: (-_sortable(j.utilisation), j.pieces))[:count]
 
     def to_json(self, assembly: Assembly | None = None, count: int = 5) -> dict:
-        """``{"max_utilisation", "margin", "holds", "weakest": [...], "cut", "tips", "unsupported", "seconds"}``;
+        """``{"max_utilisation", "margin", "holds", "weakest": [...], "cut", "tips", "unsupported", "unsolved",
+        "seconds"}``;
         utilisations that are infinite (mechanism, tipping) or unsolved are written as null. Pieces are numbered
         as in the assembly (a file's order from 0)."""
         cut = sorted({p for c in self.components for p in c.cut})
@@ -132,6 +138,7 @@ class ForceReport:
             "cut": cut,
             "tips": sorted(p for c in self.components if c.tips for p in c.pieces),
             "unsupported": list(self.unsupported),
+            "unsolved": list(self.unsolved),
             "seconds": round(self.seconds, 6),
         }
 
@@ -162,6 +169,8 @@ def _joint_json(j: JointLoad, assembly: Assembly | None) -> dict:
 # ----- the model ------------------------------------------------------------------------------------------------
 GROUND_BAND_LDU = 0.5
 """Points this close to the ground plane rest on it (as ``stability.explain_unstable`` counts them)."""
+TIME_LIMIT_S = 60.0
+"""Most seconds one analysis spends in its programs (all components together); the rest are reported unsolved."""
 GROUND_SHIFT_LDU = 0.01
 """A lowest point this much lower or higher moves the ground (meshes differ by thousandths at one level)."""
 CRITICAL = 1e-3
@@ -193,12 +202,14 @@ def _weigh(pieces: Iterable[Piece], ground: float) -> dict[int, fp.Weighed]:
     return out
 
 
-def _solve_component(ids: Sequence[int], pieces: dict[int, Piece], joints: Sequence[Joint], weighed) -> ComponentForces:
+def _solve_component(
+    ids: Sequence[int], pieces: dict[int, Piece], joints: Sequence[Joint], weighed, time_limit_s: float
+) -> ComponentForces:
     """Build and solve one grounded component's program and read the joints' loads from it."""
     started = time.perf_counter()
     joined = fp.connections(pieces, joints)
     pairs = sorted(joined)
-    sol = fp.solve(ids, pairs, joined, weighed)
+    sol = fp.solve(ids, pairs, joined, weighed, time_limit_s)
     loads = []
     for k, pair in enumerate(pairs):
         conn = joined[pair]
@@ -255,8 +266,9 @@ class ForceAnalyser:
         self._weights: dict[int, tuple[Piece, fp.Weighed]] = {}
         self._ground = math.nan
 
-    def analyse(self, assembly: Assembly) -> ForceReport:
-        """The :class:`ForceReport` of ``assembly`` now."""
+    def analyse(self, assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceReport:
+        """The :class:`ForceReport` of ``assembly`` now; components still unsolved after ``time_limit_s`` in all
+        are reported unsolved (utilisation NaN, JSON null, listed in ``unsolved``): bounded work for any file."""
         from brick_gym.core.stability import ground_y
 
         started = time.perf_counter()
@@ -283,7 +295,9 @@ class ForceAnalyser:
             key = frozenset((pid, id(pieces[pid]), pid in grounded) for pid in comp)
             found = self._cache.get(key)
             if found is None:
-                found = _solve_component(comp, pieces, [j for p in comp for j in by_piece.get(p, ())], weighed)
+                left = time_limit_s - (time.perf_counter() - started)
+                mine = [j for p in comp for j in by_piece.get(p, ())]
+                found = _solve_component(comp, pieces, mine, weighed, left) if left > 0 else _unsolved(comp)
             cache[key] = found
             components.append(found)
         self._cache = cache
@@ -291,6 +305,10 @@ class ForceAnalyser:
         return ForceReport(tuple(components), tuple(sorted(unsupported)), time.perf_counter() - started)
 
 
-def analyse(assembly: Assembly) -> ForceReport:
+def analyse(assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceReport:
     """The force analysis of ``assembly`` from scratch (see the module's docstring)."""
-    return ForceAnalyser().analyse(assembly)
+    return ForceAnalyser().analyse(assembly, time_limit_s)
+
+
+def _unsolved(ids: Sequence[int]) -> ComponentForces:
+    return ComponentForces(tuple(ids), True, math.nan, ())

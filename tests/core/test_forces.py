@@ -141,6 +141,13 @@ def test_wall_holds_and_reports_json() -> None:
     assert all("pieces" in j and "connectors" in j for j in out["weakest"])
 
 
+def test_work_is_bounded_by_the_time_limit() -> None:
+    wall = running_bond_wall(4, 3)
+    report = analyse(wall, time_limit_s=0.0)
+    assert report.unsolved == tuple(sorted(wall.pieces)) and not report.holds
+    assert report.to_json()["unsolved"] == sorted(wall.pieces)
+
+
 def test_analyser_reuses_unchanged_components() -> None:
     a, _ = cantilever(4)
     analyser = ForceAnalyser()
