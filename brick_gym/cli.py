@@ -66,7 +66,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             report = None
             if error is None:
                 try:
-                    report = check_file(path, rules, stability=not args.no_stability)
+                    report = check_file(path, rules, stability=not args.no_stability, forces=args.forces)
                 except LDrawError as exc:
                     error = str(exc)
                 except OSError as exc:
@@ -395,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inventory", help="BRICKAGENT_SET-style inventory JSON (alt-build)")
     p.add_argument("--json", action="store_true", help="one JSON report per line, each with its path")
     p.add_argument("--no-stability", action="store_true", help="skip the physics test")
+    p.add_argument(
+        "--forces", action="store_true", help="add the force analysis (joint utilisation) beside the verdict"
+    )
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("find", help="search parts by words or number")

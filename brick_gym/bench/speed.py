@@ -138,6 +138,8 @@ def run_speed(*, quick: bool = False, on_stage: Callable[[str], None] = lambda s
     figures["brickagent_attach_us"] = stick.median_us() if stick is not None else None
     figures["placement_vs_brickagent_ratio"] = round(statistics.median(paired), 3) if paired else None
     figures["placement_vs_brickagent_ratio_range"] = [round(min(paired), 3), round(max(paired), 3)] if paired else None
+    on_stage("force analysis: 52 and ~1,000 pieces, and after one more piece")
+    figures["forces"] = force_figures(quick)
     on_stage("checked placement of a non-box part")
     if stick is not None:
         figures["non_box_placement_us"], theirs = stick.around(lambda: _non_box_placement_us(sizes[:2]))
@@ -156,6 +158,34 @@ def run_speed(*, quick: bool = False, on_stage: Callable[[str], None] = lambda s
     except ImportError as exc:  # the rl extra is not installed
         figures["registered_envs_error"] = f"{type(exc).__name__}: {exc}"
     return figures
+
+
+def force_figures(quick: bool = False) -> dict[str, Any]:
+    """Force analysis (``core.forces``) of running-bond walls: wall and CPU milliseconds cold at 52 pieces (best of
+    3) and at ~1,000 (25 × 40 courses; 10 × 10 when ``quick``), then after one more piece on top of the large one
+    with the analyser kept (its component is solved again: no warm start of the program yet)."""
+    from brick_gym.core.forces import ForceAnalyser, analyse
+
+    def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
+        best = (math.inf, math.inf)
+        for _ in range(repeat):
+            t, c = time.perf_counter(), time.process_time()
+            fn()
+            best = min(best, (time.perf_counter() - t, time.process_time() - c))
+        return round(best[0] * 1000, 1), round(best[1] * 1000, 1)
+
+    small = running_bond_wall(10, 5)
+    analyse(small)  # weights and meshes loaded once per process
+    out: dict[str, Any] = {"cold_52_ms": timed(lambda: analyse(small), 3)}
+    large = running_bond_wall(*((10, 10) if quick else (25, 40)))
+    analyser = ForceAnalyser()
+    out["cold_large_ms"] = timed(lambda: analyser.analyse(large), 1)
+    out["large_pieces"] = len(large)
+    top = max(large.pieces)
+    large.attach("3024", "red", to=f"{top}.stud[0]", by=("hole", 0))
+    out["after_one_more_piece_ms"] = timed(lambda: analyser.analyse(large), 1)
+    out["note"] = "[wall, CPU] ms; CPU time is what a loaded machine hides least"
+    return out
 
 
 def touching_towers(pieces: int, height: int = 5) -> Assembly:

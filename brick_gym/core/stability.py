@@ -85,6 +85,7 @@ __all__ = [
     "explain_unstable",
     "ground_y",
     "ldraw_to_bullet",
+    "mass_properties",
 ]
 
 LDU_M = 0.0004
@@ -769,6 +770,13 @@ def _part_points(
         index = np.flatnonzero(stem_array == stem)
         body = _simulated_body(stem, colliders)
         yield body, index, np.einsum("kj,nij->nki", body.points, rot[index]) + pos[index, None]
+
+
+def mass_properties(stem: str) -> tuple[float, np.ndarray, np.ndarray]:
+    """A part type's volume (LDU³), centroid and convex hull vertices in its LDraw frame, as the drop test weighs
+    and grounds it (see :func:`_simulated_body`): for force models that must weigh parts as the verdict does."""
+    body = _simulated_body(stem.lower(), "decomposed")
+    return body.volume, body.first / body.volume, body.points
 
 
 def ground_y(parts: Sequence[tuple[str, np.ndarray]]) -> float:

@@ -75,6 +75,8 @@ class Report:
     warnings: tuple[Issue, ...] = ()
     authored: int = 0
     hull_colliders: tuple[str, ...] = ()
+    forces: dict | None = None
+    """The force analysis beside the verdict (``forces.ForceReport.to_json``), when asked for; never part of it."""
 
     def to_json(self) -> dict:
         """The JSON form ``brick-gym check --json`` prints."""
@@ -90,7 +92,7 @@ class Report:
             "warnings": [w.to_json() for w in self.warnings],
             "hull_colliders": list(self.hull_colliders),
             "timings_s": {k: round(v, 6) for k, v in self.timings.items()},
-        }
+        } | ({"forces": self.forces} if self.forces is not None else {})
 
     def summary(self) -> str:
         """A few human lines: verdict, counts, then each issue."""
@@ -98,6 +100,10 @@ class Report:
         lines = [f"{head} ({self.setting}): {self.pieces} pieces, {self.joints} joints, {self.components} component(s)"]
         lines += [f"  [{i.kind}] {i.message}" for i in self.issues]
         lines += [f"  warning [{w.kind}] {w.message}" for w in self.warnings]
+        if self.forces is not None:
+            from brick_gym.core.force_text import forces_summary
+
+            lines += ["  " + line for line in forces_summary(self.forces)]
         return "\n".join(lines)
 
 
@@ -160,9 +166,10 @@ def _collision_issues(pieces: dict[int, Piece], copies: list[list[int]], reps: d
     return issues, scan.involved
 
 
-def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decomposed") -> Report:
+def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decomposed", forces: bool = False) -> Report:
     """The full BrickBench check of ``assembly``; ``stability=False`` skips the physics (reported as skipped).
-    ``colliders`` chooses the drop test's part colliders between components (see ``stability.drop_test``)."""
+    ``colliders`` chooses the drop test's part colliders between components (see ``stability.drop_test``).
+    ``forces`` adds the force analysis (``forces.analyse``) beside the verdict: it never changes it."""
     timings: dict[str, float] = {}
     issues: list[Issue] = []
     pieces = assembly.pieces
@@ -235,6 +242,13 @@ def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decom
                     )
                 )
         timings["stability"] = time.perf_counter() - t
+    force_json = None
+    if forces:
+        from brick_gym.core.force_text import forces_json
+
+        t = time.perf_counter()
+        force_json = forces_json(assembly)
+        timings["forces"] = time.perf_counter() - t
     return Report(
         valid=not issues,
         setting=setting.name,
@@ -247,10 +261,13 @@ def check(assembly: Assembly, *, stability: bool = True, colliders: str = "decom
         warnings=tuple(warnings),
         authored=len(assembly.authored),
         hull_colliders=hulls,
+        forces=force_json,
     )
 
 
-def check_file(path: str | os.PathLike[str], rules: Rules | None = None, *, stability: bool = True) -> Report:
+def check_file(
+    path: str | os.PathLike[str], rules: Rules | None = None, *, stability: bool = True, forces: bool = False
+) -> Report:
     """Read an ``.ldr``/``.mpd`` file (with its record of authored connections) and run :func:`check` on it; lines
     that could not become pieces (unknown parts, colours, mirrored poses) come first among the issues and make the
     verdict invalid. Raises ``LDrawError`` for a file that is not LDraw and ``OSError`` for one that cannot be
@@ -260,13 +277,13 @@ def check_file(path: str | os.PathLike[str], rules: Rules | None = None, *, stab
         loaded = load(path, rules)
     except PartCountExceeded as exc:
         return oversized_report((rules or Rules()).setting.name, exc.count, str(exc))
-    return check_loaded(loaded, stability=stability)
+    return check_loaded(loaded, stability=stability, forces=forces)
 
 
-def check_loaded(loaded: LoadedModel, *, stability: bool = True) -> Report:
+def check_loaded(loaded: LoadedModel, *, stability: bool = True, forces: bool = False) -> Report:
     """:func:`check` of a model read from a file or text: the lines that could not become pieces come first among
     the issues (same kind and message) and make the verdict invalid."""
-    report = check(loaded.assembly, stability=stability)
+    report = check(loaded.assembly, stability=stability, forces=forces)
     if not loaded.problems:
         return report
     problems = tuple(Issue(p.kind, (), p.message) for p in loaded.problems)

@@ -405,6 +405,7 @@ class ToolSession:
     @tool
     def check(self) -> ToolResult:
         """Run the full validity check the benchmark applies (part rule, stock, joints, collisions, stability)."""
+        from brick_gym.core.force_text import force_advice
         from brick_gym.core.validity import check
 
         report = check(self.assembly)
@@ -412,6 +413,7 @@ class ToolSession:
         lines = report.summary().split("\n")
         if len(lines) > 31:
             lines = [*lines[:31], f"  ... and {len(lines) - 31} more issue(s)"]
+        lines.append(force_advice(self.assembly))  # beside the verdict, never part of it
         return ToolResult("\n".join(lines), data={"valid": report.valid, "report": report.to_json()})
 
     @tool

@@ -8,6 +8,7 @@ constructor, so ablations swap terms without touching the environment.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -136,6 +137,24 @@ def _fidelity_change(ctx: RewardContext, which: int) -> float:
     return now - before
 
 
+def _stability_margin(ctx: RewardContext) -> float:
+    """1 − the largest joint utilisation of the force analysis (``core.forces``), clipped to [−1, 1]: 1 when no
+    joint carries a pull, 0 at capacity, −1 when a joint is twice overloaded, the model tips or moves freely. One
+    analyser lives for the episode, so a step re-solves only the component the new piece joined; a step that
+    changed nothing repeats the last value."""
+    from brick_gym.core.forces import ForceAnalyser
+
+    revision = ctx.assembly.revision
+    memo = ctx.episode.get("stability_margin")
+    if memo is not None and memo[0] == revision:
+        return memo[1]
+    analyser = memo[2] if memo is not None else ForceAnalyser()
+    u = analyser.analyse(ctx.assembly).max_utilisation
+    value = 0.0 if math.isnan(u) else max(-1.0, min(1.0, 1.0 - u))
+    ctx.episode["stability_margin"] = (revision, value, analyser)
+    return value
+
+
 VALID_PLACEMENT = FunctionTerm("valid_placement", _placed)
 NEW_JOINTS = FunctionTerm("new_joints", _joints)
 INVALID_ACTION = FunctionTerm("invalid_action", _invalid)
@@ -145,6 +164,10 @@ VALIDITY = FunctionTerm("validity", _valid, terminal=True, needs_report=True)
 PART_RULE = FunctionTerm("part_rule", _part_rule, terminal=True)
 FIDELITY = FunctionTerm("fidelity", _fidelity_shape, terminal=True)
 FIDELITY_COLOUR = FunctionTerm("fidelity_colour", _fidelity_colour, terminal=True)
+STABILITY_MARGIN = FunctionTerm("stability_margin", _stability_margin)
+
+OPTIONAL_TERMS: dict[str, FunctionTerm] = {"stability_margin": STABILITY_MARGIN}
+"""Terms not in the standard set (they cost a force analysis a step): added when a weight names them."""
 
 STANDARD_TERMS: tuple[FunctionTerm, ...] = (
     VALID_PLACEMENT,
@@ -241,11 +264,12 @@ def standard_rewards(**weights: float) -> RewardSpec:
         "fidelity": 1.0,
         "fidelity_colour": 0.0,
     }
-    unknown = set(weights) - set(defaults)
+    unknown = set(weights) - set(defaults) - set(OPTIONAL_TERMS)
     if unknown:
-        raise KeyError(f"unknown reward terms {sorted(unknown)}; known: {sorted(defaults)}")
+        raise KeyError(f"unknown reward terms {sorted(unknown)}; known: {sorted(defaults) + sorted(OPTIONAL_TERMS)}")
     defaults.update(weights)
-    return RewardSpec(tuple((t, float(defaults[t.name])) for t in STANDARD_TERMS))
+    extra = tuple(OPTIONAL_TERMS[name] for name in OPTIONAL_TERMS if name in weights)
+    return RewardSpec(tuple((t, float(defaults[t.name])) for t in (*STANDARD_TERMS, *extra)))
 
 
 def spec_from_weights(weights: Sequence[tuple[str, float]] | dict[str, float], gate: bool = False) -> RewardSpec:

@@ -25,6 +25,7 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
     low, high = figures["placement_vs_brickagent_ratio_range"]
     assert 0 < low <= figures["placement_vs_brickagent_ratio"] <= high
     assert figures["catalog_ready_s"] > 0 and figures["import_s"] >= 0
+    assert figures["forces"]["cold_52_ms"][1] > 0 and figures["forces"]["large_pieces"] > 52
     assert figures["render_8x512_s"] > 0 and figures["render_backend"]
     assert set(figures["env_step_over_place"]) == {"50", "400"}
     assert figures["env_2_subprocess_steps_per_s"] > 0
@@ -68,3 +69,13 @@ def test_the_base_plate_model_stands_on_one_large_decomposed_part() -> None:
     assert [p.part.stem for p in model].count("3811") == 1 and len(model) == 21
     assert model.component_count == 1 and check(model).valid
     assert stored_mass("3811") is not None
+
+
+def test_force_figures_time_cold_and_after_one_more_piece() -> None:
+    from brick_gym.bench.speed import force_figures
+
+    figures = force_figures(quick=True)
+    assert figures["large_pieces"] == 105
+    for key in ("cold_52_ms", "cold_large_ms", "after_one_more_piece_ms"):
+        wall, cpu = figures[key]
+        assert wall > 0 and cpu > 0
