@@ -215,24 +215,22 @@ def components(grid, pieces, used, meta, e, nconn, conn_kind, conn_point):
 
 
 @njit(cache=True)
-def fidelity_add(goal, built, counts, e, part, q, i0, j0, k0, colour, shift, vox, nvox):
-    """Count a new piece's fidelity cells against the target: ``goal[e]`` target colour per cell (−1 none),
-    ``built[e]`` built colour (−1 none), ``counts[e]`` = (built, built in the target, in its colour, pieces with
-    cells outside the arrays); ``shift[e]`` maps region cells to the target arrays."""
-    big = goal.shape[1], goal.shape[2], goal.shape[3]
+def fidelity_add(goal, built, counts, e, part, q, i0, j0, k0, colour, vox, nvox):
+    """Count a new piece's fidelity cells against the target (region coordinates): ``goal[e]`` the target's colour
+    per cell (−1 none, −2 outside the target's arrays: not counted, as ``TargetProgress`` does), ``built[e]`` the
+    built colour (−1 none; the first piece keeps a cell), ``counts[e]`` = (built, built in the target, built in its
+    colour, pieces with cells outside the arrays)."""
     outside = False
     for n in range(nvox[part, q]):
-        i = i0 + vox[part, q, n, 0] + shift[e, 0]
-        j = j0 + vox[part, q, n, 1] + shift[e, 1]
-        k = k0 + vox[part, q, n, 2] + shift[e, 2]
-        if i < 0 or j < 0 or k < 0 or i >= big[0] or j >= big[1] or k >= big[2]:
+        i, j, k = i0 + vox[part, q, n, 0], j0 + vox[part, q, n, 1], k0 + vox[part, q, n, 2]
+        g = goal[e, i, j, k]
+        if g == -2:
             outside = True
             continue
         if built[e, i, j, k] >= 0:
             continue
         built[e, i, j, k] = colour
         counts[e, 0] += 1
-        g = goal[e, i, j, k]
         if g >= 0:
             counts[e, 1] += 1
             if g == colour:
