@@ -17,6 +17,7 @@ FLOORS = {
     "brick_gym.core": 1,
     "brick_gym.endpoints": 1,
     "brick_gym.cluster": 1,
+    "brick_gym.lattice": 2,
     "brick_gym.render": 2,
     "brick_gym.judges": 3,
     "brick_gym.rewards": 4,

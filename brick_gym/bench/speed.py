@@ -155,6 +155,10 @@ def run_speed(*, quick: bool = False, on_stage: Callable[[str], None] = lambda s
         figures["registered_envs"] = _registered_figures(quick, stick, on_stage)
         on_stage("AltBuild-v0 random masked episodes")
         figures.update(_altbuild_figures(40 if quick else 200))
+        on_stage("FidelityLattice-v0 batched at 1, 16, 64, 256 envs: random masked episodes")
+        from brick_gym.bench.lattice_speed import lattice_figures
+
+        figures["lattice_env"] = lattice_figures(quick, stick)
     except ImportError as exc:  # the rl extra is not installed
         figures["registered_envs_error"] = f"{type(exc).__name__}: {exc}"
     return figures

@@ -2,8 +2,8 @@
 wrench components a joint transmits freely, which it carries up to a capacity and which it cannot carry at all.
 
 Units: newtons and LDU (1 LDU = 0.4 mm, BrickBench's scale); moments in N·LDU. Every constant names its source; where
-no published measurement exists the value is an *estimate*, derived as written beside it, and ``docs/reference/forces.md``
-lists it as such.
+no published measurement exists the value is an *estimate*, derived as written beside it, and
+``docs/reference/forces.md`` lists it as such.
 """
 
 from __future__ import annotations

@@ -168,6 +168,18 @@ def register_all() -> None:
                 nondeterministic=env_id in NONDETERMINISTIC_IDS,
                 max_episode_steps=None,  # the env truncates itself at max_steps, paying the terminal terms
             )
+    if LATTICE_ID not in gym.registry:
+        gym.register(
+            LATTICE_ID,
+            entry_point="brick_gym.envs.lattice_env:make_fidelity_lattice_env",
+            vector_entry_point="brick_gym.envs.lattice_env:make_fidelity_lattice_vector_env",
+            max_episode_steps=None,
+        )
+
+
+LATTICE_ID = "BrickGym/FidelityLattice-v0"
+"""Fidelity tasks on the compiled lattice core, batched: ``gym.make_vec(LATTICE_ID, num_envs=N,
+vectorization_mode="vector_entry_point")`` (:mod:`brick_gym.envs.lattice_env`)."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -240,6 +252,7 @@ NONDETERMINISTIC_IDS: frozenset[str] = frozenset({"BrickGym/ModelVQA-v0"})
 
 __all__ = [
     "ENV_IDS",
+    "LATTICE_ID",
     "NONDETERMINISTIC_IDS",
     "make_altbuild_env",
     "make_fidelity_env",

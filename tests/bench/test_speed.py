@@ -41,6 +41,11 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
     assert rows["Model-v0"]["steps_per_s_at_50"] > 0 and rows["FidelityCandidates-v0"]["steps_per_s_episodes"] > 0
     assert rows["Set-v0 candidates"]["steps_per_s_at_50"] > 0
     assert figures["altbuild_random_pieces"] > 0 and 0 <= figures["altbuild_random_refused_share"] <= 1
+    lattice = figures["lattice_env"]
+    assert set(lattice) == {"first_env_s", "1 envs", "16 envs", "64 envs"}
+    assert all(
+        lattice[k]["env_steps_per_s"] > 0 and lattice[k]["env_step_over_attach"] > 0 for k in lattice if "envs" in k
+    )
 
 
 def test_the_yardstick_times_brickagent_a_course_at_a_time_on_a_wall_of_at_most_400_pieces() -> None:

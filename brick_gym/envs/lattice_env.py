@@ -1,0 +1,493 @@
+"""Fidelity tasks on the compiled lattice core: a batched ``gymnasium.vector.VectorEnv`` stepping N assemblies in
+one call (``FidelityLatticeVectorEnv``) and its one-env face (``FidelityLatticeEnv``), registered as
+``BrickGym/FidelityLattice-v0`` so that ``gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")``
+gives the batch.
+
+Each env draws a target from ``Fidelity-v0``'s generator (same splits, seeds, kinds, sizes and pools), starts from
+its base plate, and builds inside a region of cells above it (8 × 8 columns from the base's low corner; 40 plates
+tall for small targets, 80 for medium). Actions follow an encoding given to the constructor (default
+:class:`ColumnEncoding`: palette part, colour, quarter turn, low column; the piece rests on the highest cell of
+its footprint and attaches by a hole over a free stud), with exact masks kept incrementally by the lattice
+kernels. Reward terms and weights are ``Fidelity-v0``'s (:data:`~brick_gym.envs.registry.FIDELITY_REWARDS`):
+the fidelity terms are the frame IoU of ``TargetProgress``; validity on the lattice is one component without
+collisions (every placement attaches and is collision-checked); the exact path replays any episode to the same
+pieces, joints and verdicts (tested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector.utils import batch_space
+from numba import njit
+
+from brick_gym.core.catalog import part as get_part
+from brick_gym.core.pieces import ConnectorRef, Placement
+from brick_gym.core.progress import MARGIN
+from brick_gym.envs.fidelity_targets import BASE_PLATES, COLOURS, PALETTE_STEMS
+from brick_gym.envs.fidelity_tasks import DEFAULT_POOL, fidelity_task_source
+from brick_gym.lattice import columns as cols
+from brick_gym.lattice import kernels as kn
+from brick_gym.lattice.state import LatticeBatch
+from brick_gym.lattice.tables import YAWS, build_tables
+from brick_gym.rewards.terms import RewardSpec, standard_rewards
+
+COLUMNS = (8, 8)
+"""Region columns along (x, z) from the base plate's low corner (every base plate fits)."""
+HEIGHTS = {"small": 40, "medium": 80}
+"""Region plates per target size (the tallest generated targets: 34 and 76)."""
+BUDGETS = {"small": (32, 64), "medium": (80, 160)}
+"""(max pieces, max steps) per size, as ``Fidelity-v0``'s."""
+_STOP, _SKIP = 9, 10
+_BAD = len(cols.VERDICTS)
+"""The refusal code of an action outside the space."""
+
+
+class LatticeEncoding(Protocol):
+    """An action encoding over the lattice batch: its own mask layout and compiled kernels. A target-blind
+    benchmark encoding plugs in by implementing these four methods."""
+
+    def size(self, env: FidelityLatticeVectorEnv) -> int:
+        """Actions besides STOP (the last index)."""
+        ...
+
+    def reset_masks(self, env: FidelityLatticeVectorEnv, e: int) -> None:
+        """Recompute env ``e``'s mask row from scratch (after a reset)."""
+        ...
+
+    def step(self, env: FidelityLatticeVectorEnv, actions: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Apply the actions of the ``active`` envs: (codes, joints), code 0 placed, 1.. a refusal (see
+        :meth:`reason`), 9 STOP, 10 skipped; masks updated."""
+        ...
+
+    def reason(self, code: int) -> str:
+        """The ``invalid_reason`` of a refusal code."""
+        ...
+
+    def placement(self, env: FidelityLatticeVectorEnv, e: int, action: int) -> Placement | None:
+        """The exact path's placement an allowed action stands for in env ``e`` now (None for STOP)."""
+        ...
+
+
+class ColumnEncoding:
+    """(palette part, colour, quarter turn, low column) actions; see :mod:`brick_gym.lattice.columns`."""
+
+    def size(self, env: FidelityLatticeVectorEnv) -> int:
+        """Palette parts × colours × 4 quarter turns × columns."""
+        x, _, z = env.batch.region
+        return len(env.palette_part) * len(env.batch.colours) * 4 * x * z
+
+    def reset_masks(self, env: FidelityLatticeVectorEnv, e: int) -> None:
+        """Every action evaluated."""
+        x, _, z = env.batch.region
+        env.masks[e, -1] = 1
+        cols.refresh(*env.kernel_state(), e, env.palette_part, env.fast, 0, x - 1, 0, z - 1, *env.kernel_tables())
+
+    def step(self, env: FidelityLatticeVectorEnv, actions: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, ...]:
+        """All envs in one compiled pass."""
+        codes = np.full(env.num_envs, _SKIP, dtype=np.int64)
+        joints = np.zeros(env.num_envs, dtype=np.int64)
+        b = env.batch
+        t = b.tables
+        _step_all(
+            np.asarray(actions, dtype=np.int64), active, codes, joints, b.grid, b.pieces, b.used, b.meta, env.heights,
+            b.stock, env.masks, env.legal, env.built, env.goal, env.counts, env.palette_part, env.fast,
+            *env.kernel_tables(), t.vox, t.nvox,
+        )  # fmt: skip
+        return codes, joints
+
+    def reason(self, code: int) -> str:
+        """The column verdict's wording, or ``bad_action`` for an action outside the space."""
+        return cols.VERDICTS[code] if 0 < code < len(cols.VERDICTS) else "bad_action"
+
+    def placement(self, env: FidelityLatticeVectorEnv, e: int, action: int) -> Placement | None:
+        """The attachment :func:`~brick_gym.lattice.columns.evaluate` finds (the one the step commits)."""
+        x, _, z = env.batch.region
+        if action == env.stop_action:
+            return None
+        base, colour = divmod(action, len(env.batch.colours))
+        ck, ci, q = base % z, (base // z) % x, (base // (z * x)) % 4
+        s = base // (z * x * 4)
+        row = np.zeros(5, dtype=np.int64)
+        b = env.batch
+        cols.evaluate(b.grid, b.pieces, b.used, env.heights, e, int(env.palette_part[s]), q, ci, ck,
+                      *env.kernel_tables(), row)  # fmt: skip
+        host, conn, source, yaw, _ = row.tolist()
+        stem = env.batch.tables.stems[env.palette_part[s]]
+        host_part = get_part(env.batch.tables.stems[env.batch.pieces[e, host, 0]])
+        target, new = host_part.connectors[conn], get_part(stem).connectors[source]
+        return Placement(
+            stem,
+            env.batch.colours[colour],
+            ConnectorRef(host, target.group, target.group_index),
+            (new.group, new.group_index),
+            YAWS[yaw],
+        )
+
+
+@njit(cache=True)
+def _step_all(actions, active, codes, joints, grid, pieces, used, meta, heights, stock, masks, legal, built, goal,
+              counts, palette_part, fast, kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place,
+              pair_start, pair_value, inv_yaw, vox, nvox):  # fmt: skip
+    stop = masks.shape[1] - 1
+    result = np.zeros(2, dtype=np.int64)
+    row = np.zeros(5, dtype=np.int64)
+    big_x, big_z = grid.shape[2], grid.shape[4]
+    colours = stock.shape[2]
+    for e in range(len(actions)):
+        if not active[e]:
+            continue
+        a = actions[e]
+        if a == stop:
+            codes[e] = _STOP
+            continue
+        if a < 0 or a > stop:
+            codes[e] = _BAD
+            continue
+        if masks[e, a] == 0:
+            base = a // colours
+            ck, ci, q = base % big_z, (base // big_z) % big_x, (base // (big_z * big_x)) % 4
+            part = palette_part[base // (big_z * big_x * 4)]
+            verdict = cols.evaluate(
+                grid, pieces, used, heights, e, part, q, ci, ck, kind, dims, nconn, conn_kind, conn_mate, mates,
+                conn_point, conn_turn, place, pair_start, pair_value, inv_yaw, row,
+            )  # fmt: skip
+            codes[e] = verdict if verdict != cols.LEGAL else cols.NO_STOCK
+            continue
+        cols.apply(
+            grid, pieces, used, meta, heights, stock, masks, legal, built, goal, counts, e, a, palette_part, fast, kind,
+            dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw,
+            vox, nvox, result,
+        )  # fmt: skip
+        codes[e] = 0
+        joints[e] = result[1]
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a reset needs of one task: base plate, its low cell, the goal in region cells, the goal's size."""
+
+    base: int
+    colour: int
+    origin: np.ndarray
+    goal: np.ndarray
+    goal_count: int
+
+
+_TARGETS: dict[tuple[int, tuple[int, int, int]], tuple[Any, _Target]] = {}
+"""Prepared targets by (task id, region), with the task kept alive (tasks are cached by their source)."""
+
+
+def _target(task: Any, region: tuple[int, int, int], colours: tuple[int, ...], base_part: int) -> _Target:
+    """The region's goal grid of a task (memoised)."""
+    key = (id(task), region)
+    hit = _TARGETS.get(key)
+    if hit is None or hit[0] is not task:
+        if len(_TARGETS) >= 4096:
+            _TARGETS.clear()
+        hit = _TARGETS[key] = (task, _prepare(task, region, colours, base_part))
+    return hit[1]
+
+
+def _prepare(task: Any, region: tuple[int, int, int], colours: tuple[int, ...], base_part: int) -> _Target:
+    """The region's goal grid of a task (colour index per cell, −1 none, −2 outside ``TargetProgress``'s arrays)."""
+    from brick_gym.core.occupancy import contained_shape, lattice_place
+
+    fidelity_task = task.extras["fidelity_task"]
+    base = fidelity_task.steps[0]
+    _, (i0, j0, k0, *_) = lattice_place(contained_shape(base.part), np.eye(4))  # type: ignore[arg-type,misc]
+    origin = np.array([i0, j0, k0], dtype=np.int64)
+    target = task.target_voxels
+    p_origin = np.asarray(target.origin, dtype=np.int64) - MARGIN
+    p_shape = np.array([int(n) + 2 * m for n, m in zip(target.shape, MARGIN, strict=True)])
+    dense = target.to_dense(tuple(p_shape), tuple(p_origin), colours=True)
+    occupied = target.to_dense(tuple(p_shape), tuple(p_origin))
+    index = np.full(256, 127, dtype=np.int64)  # a colour outside the palette matches nothing
+    for n, c in enumerate(colours):
+        index[c] = n
+    goal = np.full(region, -2, dtype=np.int8)
+    cells = np.stack(np.meshgrid(*(np.arange(n) for n in region), indexing="ij"), axis=-1) + origin - p_origin
+    inside = np.all((cells >= 0) & (cells < p_shape), axis=-1)
+    at = tuple(cells[inside].T)
+    goal[inside] = np.where(occupied[at], index[np.clip(dense[at], 0, 255)], -1)
+    return _Target(base_part, colours.index(base.colour), origin, goal, int(occupied.sum()))
+
+
+class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
+    """N Fidelity tasks on the lattice core, stepped in one call (see the module docstring). Autoreset is
+    gymnasium's default (next step): the step after an env ends resets it and ignores its action."""
+
+    metadata: dict[str, Any] = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}  # noqa: RUF012
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        split: str = "train",
+        seed: int = 0,
+        kinds: tuple[str, ...] | None = None,
+        size: str = "small",
+        pool: int | None = DEFAULT_POOL,
+        min_parts: int = 0,
+        rewards: RewardSpec | Mapping[str, float] | None = None,
+        encoding: LatticeEncoding | None = None,
+        max_pieces: int | None = None,
+        max_steps: int | None = None,
+    ) -> None:
+        """Fidelity-v0's task arguments; ``rewards`` a spec or {term: weight} over the standard terms (default
+        Fidelity-v0's weights); ``encoding`` the action encoding (default :class:`ColumnEncoding`)."""
+        from brick_gym.envs.registry import FIDELITY_REWARDS, _rewards
+
+        if size not in HEIGHTS:
+            raise ValueError(f"size must be one of {sorted(HEIGHTS)}, got {size!r}")
+        self.num_envs = int(num_envs)
+        self.source = fidelity_task_source(split=split, seed=seed, kinds=kinds, size=size, pool=pool,
+                                           min_parts=min_parts)  # fmt: skip
+        spec = _rewards(rewards, FIDELITY_REWARDS) if rewards is not None else standard_rewards(**FIDELITY_REWARDS)
+        self.rewards = spec
+        self.weights = {t.name: float(w) for t, w in spec.weights}
+        self.max_pieces, self.max_steps = BUDGETS[size]
+        self.max_pieces = max_pieces or self.max_pieces
+        self.max_steps = max_steps or self.max_steps
+        region = (COLUMNS[0], HEIGHTS[size], COLUMNS[1])
+        self.batch = LatticeBatch(build_tables(PALETTE_STEMS + tuple(BASE_PLATES)), COLOURS, envs=self.num_envs,
+                                  region=region, max_pieces=self.max_pieces + 1)  # fmt: skip
+        self.palette_part = np.array([self.batch.tables.index(s) for s in PALETTE_STEMS], dtype=np.int64)
+        self.inv_yaw = cols.inverse_yaws(self.batch.tables.place)
+        self.encoding = encoding or ColumnEncoding()
+        n = self.encoding.size(self)
+        self.stop_action = n
+        self.masks = np.zeros((self.num_envs, n + 1), dtype=np.int8)
+        self.legal = np.zeros((self.num_envs, n // len(COLOURS)), dtype=np.int8)
+        self.fast = cols.fast_parts(self.batch.tables, self.palette_part)
+        self.heights = np.zeros((self.num_envs, region[0], region[2]), dtype=np.int64)
+        self.built = np.full((self.num_envs, *region), -1, dtype=np.int8)
+        self.goal = np.full((self.num_envs, *region), -2, dtype=np.int8)
+        self.counts = np.zeros((self.num_envs, 4), dtype=np.int64)
+        self.goal_count = np.zeros(self.num_envs, dtype=np.int64)
+        self.paid = np.zeros((self.num_envs, 2))
+        self.steps = np.zeros(self.num_envs, dtype=np.int64)
+        self.returns = np.zeros(self.num_envs)
+        self.invalids = np.zeros(self.num_envs, dtype=np.int64)
+        self.last_invalid = np.zeros(self.num_envs, dtype=bool)
+        self.done = np.zeros(self.num_envs, dtype=bool)
+        self.tasks: list[Any] = [None] * self.num_envs
+        self.rngs = [seeding.np_random(None)[0] for _ in range(self.num_envs)]
+        colours = len(COLOURS) + 1
+        self.single_action_space = spaces.Discrete(n + 1)
+        self.single_observation_space = spaces.Dict(
+            {
+                "built": spaces.Box(0, colours, region, np.int8),
+                "target": spaces.Box(0, colours, region, np.int8),
+                "progress": spaces.Box(0.0, 1.0, (4,), np.float32),
+            }
+        )
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+
+    # ----- what the kernels take ---------------------------------------------------------------------------------
+    def kernel_state(self) -> tuple[np.ndarray, ...]:
+        """(grid, pieces, used, heights, stock, masks, legal), as :func:`~brick_gym.lattice.columns.refresh`."""
+        b = self.batch
+        return b.grid, b.pieces, b.used, self.heights, b.stock, self.masks, self.legal
+
+    def kernel_tables(self) -> tuple[np.ndarray, ...]:
+        """The part tables and the inverse yaw table, in the kernels' order."""
+        t = self.batch.tables
+        return (t.kind, t.dims, t.nconn, t.conn_kind, t.conn_mate, t.mates, t.conn_point, t.conn_turn, t.place,
+                t.pair_start, t.pair_value, self.inv_yaw)  # fmt: skip
+
+    # ----- gymnasium API -----------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        """Reset every env; ``seed`` an int (env i gets seed + i) or one per env."""
+        seeds = [None] * self.num_envs if seed is None else seed
+        if isinstance(seeds, int):
+            seeds = [seeds + i for i in range(self.num_envs)]
+        for e, s in enumerate(seeds):
+            if s is not None:
+                self.rngs[e] = seeding.np_random(int(s))[0]
+            self._reset_one(e)
+        self.done[:] = False
+        return self._observe(), self._info(np.full(self.num_envs, _SKIP), np.zeros(self.num_envs), self._zero_terms())
+
+    def step(self, actions: Any) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Step every env; an env that ended on the last step is reset instead (its action ignored)."""
+        actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        was_done = self.done.copy()
+        for e in np.flatnonzero(was_done).tolist():
+            self._reset_one(e)
+        active = ~was_done
+        codes, joints = self.encoding.step(self, actions, active)
+        self.steps[active] += 1
+        placed = codes == 0
+        invalid = active & (codes != 0) & (codes != _STOP)
+        self.invalids += invalid
+        self.last_invalid = np.where(active, invalid, False)
+        iou, colour_iou = self._iou()
+        pieces = self.batch.meta[:, kn.ALIVE]
+        terminated = active & ((codes == _STOP) | (pieces >= self.max_pieces) | (self.masks[:, :-1].max(axis=1) == 0))
+        truncated = active & ~terminated & (self.steps >= self.max_steps)
+        ended = terminated | truncated
+        terms = self._zero_terms()
+        terms["valid_placement"] = placed.astype(np.float64)
+        terms["new_joints"] = joints.astype(np.float64)
+        terms["invalid_action"] = invalid.astype(np.float64)
+        terms["fidelity_delta"] = np.where(placed, iou - self.paid[:, 0], 0.0)
+        terms["fidelity_colour_delta"] = np.where(placed, colour_iou - self.paid[:, 1], 0.0)
+        self.paid[placed] = np.stack([iou, colour_iou], axis=1)[placed]
+        for e in np.flatnonzero(ended).tolist():
+            terms["validity"][e] = float(self.batch.components(e) == 1)
+            terms["part_rule"][e] = 1.0
+            terms["fidelity"][e], terms["fidelity_colour"][e] = iou[e], colour_iou[e]
+        terms = {k: v for k, v in terms.items() if k in self.weights}
+        reward = sum(self.weights[k] * v for k, v in terms.items())
+        reward = np.where(active, reward, 0.0)
+        self.returns = np.where(active, self.returns + reward, 0.0)
+        info = self._info(codes, pieces, terms)
+        if ended.any():
+            info["episode_return"], info["_episode_return"] = np.where(ended, self.returns, 0.0), ended
+            info["episode_length"], info["_episode_length"] = np.where(ended, self.steps, 0), ended
+        self.done = ended
+        return self._observe(), reward.astype(np.float64), terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """(N, A) int8 exact masks (read-only view of the batch's masks; sb3-contrib's MaskablePPO reads this)."""
+        view = self.masks.view()
+        view.flags.writeable = False
+        return view
+
+    def placement(self, e: int, action: int) -> Placement | None:
+        """The exact path's placement an allowed action stands for in env ``e`` now (for replays)."""
+        return self.encoding.placement(self, e, int(action))
+
+    def sample_actions(self, rng: np.random.Generator) -> np.ndarray:
+        """A uniform allowed action per env (STOP only when nothing else is allowed)."""
+        return cols.sample(self.legal, self.masks, self.batch.stock, self.palette_part, rng.random(self.num_envs))
+
+    # ----- helpers -----------------------------------------------------------------------------------------------
+    def _reset_one(self, e: int) -> None:
+        task = self.source(self.rngs[e])
+        self.tasks[e] = task
+        target = _target(task, self.batch.region, self.batch.colours, self.batch.tables.index(
+            task.extras["fidelity_task"].steps[0].part))  # fmt: skip
+        b = self.batch
+        b.clear(e)
+        b.origin[e] = target.origin
+        self.heights[e] = 0
+        self.built[e] = -1
+        self.goal[e] = target.goal
+        self.counts[e] = 0
+        self.goal_count[e] = target.goal_count
+        t = b.tables
+        kn.commit(b.grid, b.pieces, b.used, b.meta, b.stock, e, target.base, 0, 0, 0, 0, target.colour, t.dims,
+                  t.nconn, t.conn_kind, t.conn_mate, t.mates, t.conn_point)  # fmt: skip
+        dims = t.dims[target.base, 0]
+        self.heights[e, : dims[0], : dims[2]] = dims[1]
+        kn.fidelity_add(self.goal, self.built, self.counts, e, target.base, 0, 0, 0, 0, target.colour, t.vox, t.nvox)
+        self.encoding.reset_masks(self, e)
+        iou, colour_iou = self._iou()
+        self.paid[e] = iou[e], colour_iou[e]
+        self.steps[e] = 0
+        self.returns[e] = 0.0
+        self.invalids[e] = 0
+        self.last_invalid[e] = False
+
+    def _iou(self) -> tuple[np.ndarray, np.ndarray]:
+        built, inter, inter_colour = self.counts[:, 0], self.counts[:, 1], self.counts[:, 2]
+        union = self.goal_count + built - inter
+        safe = np.maximum(union, 1)
+        return np.where(union > 0, inter / safe, 1.0), np.where(union > 0, inter_colour / safe, 1.0)
+
+    def _zero_terms(self) -> dict[str, np.ndarray]:
+        return {name: np.zeros(self.num_envs) for name in self.weights}
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        iou, colour_iou = self._iou()
+        progress = np.stack(
+            [self.steps / self.max_steps, self.batch.meta[:, kn.ALIVE] / self.max_pieces, iou, colour_iou], axis=1
+        ).astype(np.float32)
+        return {
+            "built": (self.built + 1).astype(np.int8),
+            "target": np.maximum(self.goal, -1).astype(np.int8) + 1,
+            "progress": np.clip(progress, 0.0, 1.0),
+        }
+
+    def _info(self, codes: np.ndarray, pieces: np.ndarray, terms: dict[str, np.ndarray]) -> dict[str, Any]:
+        reasons = np.array([None, *(self.encoding.reason(c) for c in range(1, _STOP))], dtype=object)
+        refused = (codes > 0) & (codes < _STOP)
+        outcome = np.where(codes == 0, "placed", np.where(refused, reasons[np.clip(codes, 0, _STOP - 1)], None))
+        return {
+            "reward_terms": terms,
+            "action_mask": self.masks,
+            "invalid_reason": np.where(refused, reasons[np.clip(codes, 0, _STOP - 1)], None),
+            "pieces": np.asarray(self.batch.meta[:, kn.ALIVE]).copy(),
+            "outcome": outcome,
+        }
+
+
+class FidelityLatticeEnv(gym.Env):
+    """One env of :class:`FidelityLatticeVectorEnv` (the same kernels, observations, rewards and info keys)."""
+
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
+
+    def __init__(self, **kw: Any) -> None:
+        self.vector = FidelityLatticeVectorEnv(1, **kw)
+        self.action_space = self.vector.single_action_space
+        self.observation_space = self.vector.single_observation_space
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        """Draw a task and place its base plate."""
+        super().reset(seed=seed)
+        obs, info = self.vector.reset(seed=seed)
+        return _first(obs), _first(info)
+
+    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
+        """One placement or STOP."""
+        if self.vector.done[0]:
+            raise RuntimeError("step() called after the episode ended; call reset()")
+        obs, reward, terminated, truncated, info = self.vector.step(np.array([action]))
+        return _first(obs), float(reward[0]), bool(terminated[0]), bool(truncated[0]), _first(info)
+
+    def action_masks(self) -> np.ndarray:
+        """int8 mask of the current state."""
+        return self.vector.masks[0].copy()
+
+    def placement(self, action: int) -> Placement | None:
+        """The exact path's placement an allowed action stands for now."""
+        return self.vector.placement(0, action)
+
+
+def _first(tree: Any) -> Any:
+    """Env 0's entry of batched observations or infos (the "_key" masks dropped)."""
+    if isinstance(tree, dict):
+        return {k: _first(v) for k, v in tree.items() if not k.startswith("_")}
+    if isinstance(tree, np.ndarray):
+        value = tree[0]
+        return value if tree.dtype == object or value.ndim else value.item()
+    return tree
+
+
+def make_fidelity_lattice_env(**kw: Any) -> FidelityLatticeEnv:
+    """``BrickGym/FidelityLattice-v0``'s single env."""
+    return FidelityLatticeEnv(**kw)
+
+
+def make_fidelity_lattice_vector_env(num_envs: int = 1, **kw: Any) -> FidelityLatticeVectorEnv:
+    """``BrickGym/FidelityLattice-v0``'s vector entry point."""
+    return FidelityLatticeVectorEnv(num_envs, **kw)
+
+
+__all__ = [
+    "ColumnEncoding",
+    "FidelityLatticeEnv",
+    "FidelityLatticeVectorEnv",
+    "LatticeEncoding",
+    "make_fidelity_lattice_env",
+    "make_fidelity_lattice_vector_env",
+]

@@ -1,0 +1,97 @@
+"""The batched lattice env: registration, a batch equal to single envs, incremental masks equal to a full
+recompute, and lattice episodes replayed on the exact path to the same pieces, joints, fidelity and verdict."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.progress import TargetProgress
+from brick_gym.core.validity import check
+from brick_gym.envs.lattice_env import FidelityLatticeEnv, FidelityLatticeVectorEnv
+from brick_gym.envs.registry import LATTICE_ID, register_all
+
+
+@pytest.fixture(scope="module")
+def vec() -> FidelityLatticeVectorEnv:
+    return FidelityLatticeVectorEnv(3, pool=4)
+
+
+def test_make_vec_gives_the_batched_env_with_exact_mask_rows() -> None:
+    register_all()
+    env = gym.make_vec(LATTICE_ID, num_envs=2, vectorization_mode="vector_entry_point", pool=2)
+    assert isinstance(env, FidelityLatticeVectorEnv)
+    obs, info = env.reset(seed=3)
+    assert env.action_masks().shape == (2, env.single_action_space.n)
+    assert obs["built"].shape == (2, *env.single_observation_space["built"].shape)
+    assert set(info["reward_terms"]) >= {"fidelity_delta", "fidelity_colour_delta", "invalid_action", "fidelity"}
+
+
+def test_a_batch_equals_single_envs_on_the_same_seeds_step_for_step(vec: FidelityLatticeVectorEnv) -> None:
+    singles = [FidelityLatticeEnv(pool=4) for _ in range(vec.num_envs)]
+    obs, _ = vec.reset(seed=11)
+    single_obs = [s.reset(seed=11 + i)[0] for i, s in enumerate(singles)]
+    rng = np.random.default_rng(0)
+    ended = np.zeros(vec.num_envs, dtype=bool)
+    for step in range(120):
+        actions = vec.sample_actions(rng)
+        if step % 7 == 3:
+            actions[0] = int(rng.integers(vec.stop_action))  # often a refused action: the same penalty
+        for e, s in enumerate(singles):
+            for key in obs:
+                assert np.array_equal(obs[key][e], single_obs[e][key]), (step, e, key)
+            assert np.array_equal(vec.action_masks()[e], s.action_masks())
+        obs, reward, terminated, truncated, info = vec.step(actions)
+        for e, s in enumerate(singles):
+            if ended[e]:  # the batch reset this env and ignored its action; the single env resets likewise
+                single_obs[e] = s.reset()[0]
+                continue
+            o, r, te, tr, i = s.step(int(actions[e]))
+            single_obs[e] = o
+            assert r == pytest.approx(reward[e]) and te == terminated[e] and tr == truncated[e]
+            assert i["invalid_reason"] == info["invalid_reason"][e]
+            assert i["reward_terms"] == pytest.approx({k: v[e] for k, v in info["reward_terms"].items()})
+        ended = terminated | truncated
+
+
+def test_incremental_masks_equal_a_full_recompute_along_random_episodes(vec: FidelityLatticeVectorEnv) -> None:
+    vec.reset(seed=5)
+    rng = np.random.default_rng(1)
+    for _ in range(150):
+        vec.step(vec.sample_actions(rng))
+        kept, legal = vec.masks.copy(), vec.legal.copy()
+        for e in range(vec.num_envs):
+            if not vec.done[e]:
+                vec.encoding.reset_masks(vec, e)
+        assert np.array_equal(vec.masks, kept) and np.array_equal(vec.legal, legal)
+
+
+def test_lattice_episodes_replay_on_the_exact_path_to_the_same_verdicts() -> None:
+    env = FidelityLatticeEnv(pool=6)
+    rng = np.random.default_rng(2)
+    for episode in range(4):
+        env.reset(seed=100 + episode)
+        base = env.vector.tasks[0].extras["fidelity_task"].steps[0]
+        exact = Assembly()
+        exact.add(base.part, base.colour, np.eye(4))
+        done = False
+        while not done:
+            mask = env.action_masks()
+            allowed = np.flatnonzero(mask[:-1])
+            for a in rng.choice(allowed, size=min(8, len(allowed)), replace=False):  # every allowed action is legal
+                assert exact.evaluate(env.placement(int(a))).ok
+            action = int(env.vector.sample_actions(rng)[0])
+            placement = env.placement(action)
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+            if placement is not None:
+                outcome = exact.place(placement)
+                assert outcome.ok and len(outcome.joints) == info["reward_terms"]["new_joints"]
+        progress = TargetProgress(env.vector.tasks[0].target_voxels)
+        progress.sync(exact)
+        assert info["reward_terms"]["fidelity"] == pytest.approx(progress.shape_iou)
+        assert info["reward_terms"]["fidelity_colour"] == pytest.approx(progress.colour_iou)
+        assert info["reward_terms"]["validity"] == float(check(exact).valid)
+        assert env.vector.batch.joint_count(0) == len(exact.joints)
