@@ -164,7 +164,7 @@ class ObservationBuilder:
             )
         if c.target_colours:
             obs["target_colour"] = (
-                target_colour if target_colour is not None else np.zeros(c.target_cells, dtype=np.float32)
+                target_colour.copy() if target_colour is not None else np.zeros(c.target_cells, dtype=np.float32)
             )
         if c.staged:
             obs["choice"] = self._choice(assembly, stage, choice)

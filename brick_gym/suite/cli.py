@@ -64,10 +64,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Run the baselines on the levels and write summary.json, summary.md and summary.png."""
-    from brick_gym.suite.report import run_baselines
+    from brick_gym.suite.report import rescore, run_baselines
 
     try:
-        summary = run_baselines(args.baselines, args.levels, tuple(args.seeds), args.out, log=print)
+        if args.rescore:
+            summary = rescore(args.out)
+        else:
+            summary = run_baselines(
+                args.baselines, args.levels, tuple(args.seeds), args.out, log=lambda line: print(line, flush=True)
+            )
     except (KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -101,6 +106,7 @@ def add_suite_commands(sub: Any) -> None:
     p.add_argument("--levels", nargs="+", help="level ids (default: every level)")
     p.add_argument("--baselines", nargs="+", default=["random", "first-legal", "greedy-oracle"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--rescore", action="store_true", help="rebuild the summary from the result files in --out")
     p.set_defaults(func=cmd_report)
 
 

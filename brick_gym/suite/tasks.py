@@ -42,8 +42,10 @@ def _holes(stem: str) -> tuple[tuple[str, int], ...]:
 
 @cache
 def composite_palette() -> tuple[PaletteSlot, ...]:
-    """The fidelity palette and the medium targets' base plates, in every generator colour."""
-    plates = tuple(PaletteSlot(part(s).stem, c, _holes(s)) for s in COMPOSITE_PLATES for c in COLOURS)
+    """The fidelity palette and the medium targets' base plates, in every generator colour; a plate's sources are
+    its first and last hole (placed by hole 0, as the targets do: its dozens of holes would multiply the legality
+    checks of every blocked connector by a hundred)."""
+    plates = tuple(PaletteSlot(part(s).stem, c, default_sources(part(s))) for s in COMPOSITE_PLATES for c in COLOURS)
     return fidelity_palette() + plates
 
 

@@ -28,14 +28,16 @@ def test_evaluate_twice_on_one_seed_is_identical() -> None:
 
 def test_a_predict_policy_gets_the_mask_and_a_privileged_one_is_marked() -> None:
     class Predictor:
-        seen: list = []
+        def __init__(self) -> None:
+            self.seen: list = []
 
         def predict(self, obs, action_masks=None, deterministic=True):
             self.seen.append(action_masks)
             return np.array([len(action_masks) - 1]), None  # STOP
 
-    result = evaluate(Predictor(), "fidelity-small", episodes=1, timesteps_trained=123)
-    assert Predictor.seen and Predictor.seen[0].dtype == np.int8 and result["timesteps_trained"] == 123
+    predictor = Predictor()
+    result = evaluate(predictor, "fidelity-small", episodes=1, timesteps_trained=123)
+    assert predictor.seen and predictor.seen[0].dtype == np.int8 and result["timesteps_trained"] == 123
     assert result["episodes"][0]["pieces"] == 1
     assert evaluate(GreedyOracle(), "fidelity-small", episodes=1)["privileged"]
 
