@@ -141,3 +141,16 @@ def test_staged_env_passes_the_checkers_and_pickles() -> None:
     clone = pickle.loads(pickle.dumps(env))
     assert np.array_equal(clone.action_masks(), env.action_masks())
     assert isinstance(clone.codec, StagedCodec)
+
+
+def test_target_colours_and_a_tall_target_box_are_observed() -> None:
+    env = _env(target_colours=True, target_shape=(8, 40, 8))
+    obs, _ = env.reset(seed=4)
+    assert obs["target"].shape == obs["target_colour"].shape == (8 * 40 * 8,)
+    assert np.array_equal(obs["target"] > 0, obs["target_colour"] > 0)
+    assert obs["target"].sum() == env.task.target_voxels.count  # nothing cropped
+    colours = sorted({s.colour for s in env.palette})
+    codes = {round((i + 1) / (len(colours) + 1), 6) for i in range(len(colours))}
+    assert {round(float(v), 6) for v in obs["target_colour"][obs["target_colour"] > 0]} <= codes
+    obs2, *_ = env.step(env.codec.stop_action)
+    assert obs2["target_colour"] is not obs["target_colour"]
