@@ -62,10 +62,13 @@ def run_baselines(
     return summary
 
 
-def rescore(out: str | Path) -> dict[str, Any]:
+def rescore(out: str | Path, notes: Sequence[str] = ()) -> dict[str, Any]:
     """The summary rebuilt from the result files under ``out/results`` (each level's mean raw score normalised
-    again with its level file's normalisers, as after fixing ``low``), written back to ``out``."""
+    again with its level file's normalisers, as after fixing ``low``), with ``notes`` under the table, written
+    back to ``out``."""
     summary: dict[str, Any] = {"suite": SUITE_VERSION, "levels": {}, "headline": {}}
+    if notes:
+        summary["notes"] = list(notes)
     for lid in levels():
         runs: dict[str, list[dict[str, Any]]] = {}
         for path in sorted((Path(out) / "results" / lid).glob("*.json")):
@@ -125,6 +128,7 @@ def markdown(summary: dict[str, Any]) -> str:
     lines.append(
         "| **headline** (benchmark levels) | | " + " | ".join(f"**{head.get(n, 0):.3f}**" for n in names) + " |"
     )
+    lines += ["", *(f"- {note}" for note in summary.get("notes", ()))]
     return "\n".join(lines) + "\n"
 
 
