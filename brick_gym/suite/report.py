@@ -71,12 +71,15 @@ def rescore(out: str | Path, notes: Sequence[str] = ()) -> dict[str, Any]:
         summary["notes"] = list(notes)
     for lid in levels():
         runs: dict[str, list[dict[str, Any]]] = {}
+        lv = level(lid)
         for path in sorted((Path(out) / "results" / lid).glob("*.json")):
             result = json.loads(path.read_text(encoding="utf-8"))
+            result["score"] = round(lv.score.normalise(result["raw_mean"]), 6)
+            result["normalisers"] = {**result["normalisers"], "low": lv.score.low, "high": lv.score.high}
+            path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
             runs.setdefault(result["policy"], []).append(result)
         if not runs:
             continue
-        lv = level(lid)
         entry: dict[str, Any] = {"track": lv.track, "baselines": {}}
         for name, results in runs.items():
             results.sort(key=lambda r: r.get("baseline_seed", 0))
