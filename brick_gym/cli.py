@@ -446,9 +446,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_vqa_score)
     from brick_gym.bench.cli import add_bench_commands
     from brick_gym.bench.projects.cli import add_projects_commands
+    from brick_gym.suite.cli import add_suite_commands
 
     add_bench_commands(sub)
     add_projects_commands(sub)
+    add_suite_commands(sub)
     return parser
 
 

@@ -24,11 +24,12 @@ FLOORS = {
     "brick_gym.envs": 5,
     "brick_gym.llm": 6,
     "brick_gym.rl": 6,
-    "brick_gym.bench": 7,
-    "brick_gym.faces": 8,
-    "brick_gym.cli": 9,
-    "brick_gym": 10,
-    "brick_gym.data": 10,
+    "brick_gym.suite": 7,
+    "brick_gym.bench": 8,
+    "brick_gym.faces": 9,
+    "brick_gym.cli": 10,
+    "brick_gym": 11,
+    "brick_gym.data": 11,
 }
 """Floor of each top-level room: a module may import from its own room and from rooms on lower floors only.
 (``io`` (files, paths, locks, previews) is the ground floor: core and every room above use it, and it uses nothing

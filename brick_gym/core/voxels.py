@@ -473,8 +473,9 @@ def _colour_max(rotated, targ, corrs, floor, total, fshape, spectrum, back) -> f
     return best
 
 
-def target_tensor(grid: VoxelGrid, shape: tuple[int, int, int] = (16, 16, 16)) -> np.ndarray:
-    """Occupancy as a fixed-size float32 ``[x, up, z]`` box for RL observations.
+def target_tensor(grid: VoxelGrid, shape: tuple[int, int, int] = (16, 16, 16), *, colours: bool = False) -> np.ndarray:
+    """Occupancy as a fixed-size float32 ``[x, up, z]`` box for RL observations (``colours=True``: the cells'
+    colour codes as int32, −1 where empty, in the same box).
 
     The model's lowest layer sits on layer 0 and its horizontal centre at the box's centre (cell
     ``shape // 2`` takes the model's centre cell, rounding down), so the tensor does not depend on where the
@@ -482,10 +483,12 @@ def target_tensor(grid: VoxelGrid, shape: tuple[int, int, int] = (16, 16, 16)) -
     """
     g = _tight(grid)
     if g.count == 0:
-        return np.zeros(shape, dtype=np.float32)
+        return np.full(shape, _EMPTY, dtype=np.int32) if colours else np.zeros(shape, dtype=np.float32)
     ox = g.origin[0] + (g.shape[0] - 1) // 2 - shape[0] // 2
     oz = g.origin[2] + (g.shape[2] - 1) // 2 - shape[2] // 2
     origin = (ox, g.origin[1], oz)
+    if colours:
+        return g.to_dense(shape, origin, colours=True)
     return g.to_dense(shape, origin).astype(np.float32)
 
 

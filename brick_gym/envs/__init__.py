@@ -5,7 +5,8 @@ from brick_gym.extras import require
 require("gymnasium", "brick_gym.envs")
 
 from brick_gym.envs.assembly_env import BrickAssemblyEnv, make_task
-from brick_gym.envs.codecs import CandidateCodec, Codec, FactoredCodec, View, make_codec
+from brick_gym.envs.codecs import CandidateCodec, Codec, FactoredCodec, View
+from brick_gym.envs.encodings import ENCODINGS, make_codec
 from brick_gym.envs.episode import EnvConfig, EnvTask, Episode
 from brick_gym.envs.palette import PaletteSlot, make_palette
 from brick_gym.envs.registry import ENV_IDS, register_all
@@ -13,6 +14,7 @@ from brick_gym.envs.registry import ENV_IDS, register_all
 register_all()
 
 __all__ = [
+    "ENCODINGS",
     "ENV_IDS",
     "BrickAssemblyEnv",
     "CandidateCodec",

@@ -88,6 +88,8 @@ class BrickAssemblyEnv(OverEpisode, gym.Env):
             raise RuntimeError("step() called after the episode ended; call reset()")
         self._steps += 1
         attempt = self.episode.attempt(action, self._view)
+        if attempt.invalid is None or attempt.placement is not None:  # an illegal sub-step keeps what was decided
+            self._choice = attempt.choice
         self._invalid_count += attempt.invalid is not None
         self._last_invalid = attempt.invalid is not None
         self._refresh()
@@ -150,11 +152,12 @@ class BrickAssemblyEnv(OverEpisode, gym.Env):
         self._last_invalid = False
         self._done = False
         self._view = self.codec.idle()
+        self._choice: Any = None
         self._initial_stock = self.episode.initial_stock()
         self._t0 = time.perf_counter()
 
     def _refresh(self) -> None:
-        self._view = self.episode.view(self.episode.targets())
+        self._view = self.episode.view(self.episode.targets(), choice=self._choice)
 
     def _info(self, invalid: str | None, terms: dict[str, float]) -> dict[str, Any]:
         return {

@@ -6,7 +6,9 @@
   no-op with a penalty and ``info["invalid_reason"]``.
 - :class:`CandidateCodec` — ``Discrete(N + 1)``: a ranked list of up to N placements that were each checked
   against the assembly (dry run) plus STOP. The mask is exact: a masked random policy never makes an illegal
-  placement.
+  placement. Ranked by a task's target (``rank_by_target``), it is the *assisted* track: the order hands the
+  plan to the agent; the benchmark track's exact, complete and target-blind encoding is
+  :class:`~brick_gym.envs.staged_codec.StagedCodec` (``staged``).
 
 A codec turns the current state into a :class:`View` (what a builder may act on now: target slots, listed
 candidates, the mask) and reads actions against that view; the environments never ask which codec they hold.
@@ -36,21 +38,22 @@ if TYPE_CHECKING:
 
     from brick_gym.envs.proposals import Offers, TargetRanking
 
-ENCODINGS = ("factored", "candidates")
 
-
-def _shown(action: object) -> str:
+def shown(action: object) -> str:
     """A short text of an untrusted action for error messages (numbers of any size, arrays, nesting)."""
     return preview(action.tolist() if isinstance(action, np.ndarray) else action)
 
 
 @dataclass(frozen=True)
 class Decoded:
-    """An action decoded: STOP, a placement, or an error saying why the action could not be read."""
+    """An action decoded: STOP, a placement, a partial choice (a sub-step of the staged encoding), or an error
+    saying why the action could not be read."""
 
     stop: bool = False
     placement: Placement | None = None
     error: str | None = None
+    choice: Any = None
+    """The staged encoding's placement decided so far (:class:`~brick_gym.envs.staged_codec.Choice`), else None."""
 
 
 @dataclass
@@ -66,6 +69,10 @@ class View:
     can_place: bool = False
     agreement: list[tuple[float, float] | None] = field(default_factory=list)
     """Per candidate, its agreement with the task's target when the ranking already counted it (else None)."""
+    stage: int = 0
+    """The staged encoding's sub-step (0 where, 1 what, 2 how); 0 for the one-step encodings."""
+    choice: Any = None
+    """The staged encoding's placement decided so far (None at *where* and for the one-step encodings)."""
 
 
 class Codec(Protocol):
@@ -95,9 +102,11 @@ class Codec(Protocol):
         targets: list[ConnectorRef],
         ranking: TargetRanking | None = None,
         slots: Sequence[int] | None = None,
+        choice: Any = None,
     ) -> View:
         """The view of ``assembly`` at ``targets``; ``slots`` restricts the palette to those indices (a builder's
-        own stock), ``ranking`` orders candidates by a target."""
+        own stock), ``ranking`` orders candidates by a target, ``choice`` is the staged encoding's decision so far
+        (one-step encodings ignore it)."""
         ...
 
     def decode(self, action: object, view: View) -> Decoded:
@@ -125,16 +134,7 @@ class Codec(Protocol):
         ...
 
 
-def make_codec(encoding: str, palette: Sequence[PaletteSlot], max_targets: int, max_candidates: int) -> Codec:
-    """The codec named ``encoding`` (``factored`` or ``candidates``)."""
-    if encoding == "factored":
-        return FactoredCodec(palette, max_targets)
-    if encoding == "candidates":
-        return CandidateCodec(palette, max_candidates)
-    raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
-
-
-def _palette_key(placement: Placement) -> tuple[str, int] | None:
+def palette_key(placement: Placement) -> tuple[str, int] | None:
     """(stem, colour code) of a placement's part and colour, or None when either is unknown."""
     try:
         return get_part(placement.part).stem, get_colour(placement.colour).code
@@ -176,8 +176,10 @@ class FactoredCodec:
         targets: list[ConnectorRef],
         ranking: TargetRanking | None = None,
         slots: Sequence[int] | None = None,
+        choice: Any = None,
     ) -> View:
-        """Per-dimension masks over ``targets``; ``ranking`` does not apply (nothing is listed)."""
+        """Per-dimension masks over ``targets``; ``ranking`` and ``choice`` do not apply (nothing is listed, one
+        step places)."""
         mask = self._masks(assembly, targets)
         p = len(self.palette)
         if slots is not None:
@@ -205,7 +207,7 @@ class FactoredCodec:
             p, k, s, y = (int(v) for v in a)
         except (ValueError, TypeError, OverflowError):
             expected = "expected 4 integers (palette, target, source, yaw)"
-            return Decoded(error=f"malformed action {_shown(action)}: {expected}")
+            return Decoded(error=f"malformed action {shown(action)}: {expected}")
         if not all(0 <= v < n for v, n in zip((p, k, s, y), self.nvec.tolist(), strict=True)):
             return Decoded(error=f"action {[p, k, s, y]} out of range: each entry must be below {self.nvec.tolist()}")
         if p == len(self.palette):
@@ -223,7 +225,7 @@ class FactoredCodec:
 
     def encode_placement(self, placement: Placement, view: View) -> np.ndarray | None:
         """The indices of ``placement``: its palette slot, listed target, source and quarter-turn yaw."""
-        key = _palette_key(placement)
+        key = palette_key(placement)
         slots = [i for i, s in enumerate(self.palette) if (s.stem, s.colour) == key]
         if not slots or placement.target not in view.targets or placement.source is None:
             return None
@@ -258,7 +260,7 @@ class FactoredCodec:
         return np.array(out, dtype=np.int64)
 
     def _masks(self, assembly: Assembly, targets: Sequence[ConnectorRef]) -> np.ndarray:
-        stock = _in_stock(assembly, self.palette)
+        stock = in_stock(assembly, self.palette)
         palette = np.array([*stock, True], dtype=np.int8)
         target = np.zeros(self.max_targets, dtype=np.int8)
         target[: len(targets)] = 1
@@ -401,10 +403,12 @@ class CandidateCodec:
         targets: list[ConnectorRef],
         ranking: TargetRanking | None = None,
         slots: Sequence[int] | None = None,
+        choice: Any = None,
     ) -> View:
-        """The checked candidate list at ``targets`` and its exact mask. With ``slots``, the list is that of the
-        same codec over those palette slots only (its own round-robin, memo kept per subset), indices mapped back
-        to the full palette; ``ranking`` then does not apply (it ranks the full palette)."""
+        """The checked candidate list at ``targets`` and its exact mask (``choice`` does not apply). With ``slots``,
+        the list is that of the same codec over those palette slots only (its own round-robin, memo kept per
+        subset), indices mapped back to the full palette; ``ranking`` then does not apply (it ranks the full
+        palette)."""
         agreement: list[tuple[float, float] | None] = []
         if slots is None:
             listed = self._listing(assembly, targets, ranking)
@@ -449,7 +453,7 @@ class CandidateCodec:
         slots, each slot starting at its own palette slot (:func:`~brick_gym.envs.palette.slot_rotation`), so that
         every region of the model and every part and colour is offered. A placement whose legality the grid does
         not know is checked with a (memoised) dry run."""
-        stock = _in_stock(assembly, self.palette)
+        stock = in_stock(assembly, self.palette)
         if not any(stock):
             return []
         if ranking is not None:
@@ -607,7 +611,7 @@ class CandidateCodec:
                 raise ValueError
             i = int(a[0])
         except (ValueError, TypeError, OverflowError):
-            return Decoded(error=f"malformed action {_shown(action)}: expected one integer")
+            return Decoded(error=f"malformed action {shown(action)}: expected one integer")
         if not 0 <= i <= self.max_candidates:
             return Decoded(error=f"action {i} out of range: must be in 0..{self.max_candidates}")
         if i == self.max_candidates:
@@ -618,7 +622,7 @@ class CandidateCodec:
 
     def encode_placement(self, placement: Placement, view: View) -> int | None:
         """The index of the listed candidate that is ``placement`` (same part, colour, target, source and yaw)."""
-        key = _palette_key(placement)
+        key = palette_key(placement)
         if key is None:
             return None
         wanted = (*key, placement.target, tuple(placement.source or ()), placement.yaw % 360)
@@ -641,7 +645,7 @@ class CandidateCodec:
         return int(rng.choice(choices)) if len(choices) else len(mask) - 1
 
 
-def _in_stock(assembly: Assembly, palette: Sequence[PaletteSlot]) -> list[bool]:
+def in_stock(assembly: Assembly, palette: Sequence[PaletteSlot]) -> list[bool]:
     setting = assembly.rules.setting
     if setting.max_parts is not None and len(assembly) >= setting.max_parts:
         return [False] * len(palette)
@@ -675,12 +679,13 @@ class _SlotOptions:
 
 
 __all__ = [
-    "ENCODINGS",
     "CandidateCodec",
     "Codec",
     "Decoded",
     "FactoredCodec",
     "LegalityMemo",
     "View",
-    "make_codec",
+    "in_stock",
+    "palette_key",
+    "shown",
 ]

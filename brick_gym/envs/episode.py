@@ -20,7 +20,8 @@ from brick_gym.core.assembly import Assembly
 from brick_gym.core.pieces import ConnectorRef, Outcome, Piece, Placement
 from brick_gym.core.progress import TargetProgress
 from brick_gym.core.rules import Rules
-from brick_gym.envs.codecs import Codec, View, make_codec
+from brick_gym.envs.codecs import Codec, View
+from brick_gym.envs.encodings import make_codec
 from brick_gym.envs.observations import ObservationBuilder, ObservationConfig, yaw_of
 from brick_gym.envs.palette import PaletteSlot, TargetSlots
 from brick_gym.envs.proposals import TargetRanking
@@ -53,10 +54,20 @@ class EnvConfig:
     max_targets: int = 128
     max_candidates: int = 64
     target_size: int = 12
+    target_shape: tuple[int, int, int] | None = None
+    """The target box (x, up, z) in cells when it is not a ``target_size`` cube (tall or wide targets)."""
     encoding: str = "factored"
     rank_by_target: bool = True
+    target_colours: bool = False
+    """Observe the target's colours too (``target_colour``: each cell's palette colour), not only its occupancy:
+    what a target-blind builder needs to match colours (the benchmark suite's levels set it)."""
     """Candidate encoding, tasks with a target: list the placements that fill the unbuilt target first
     (:mod:`~brick_gym.envs.proposals`); False keeps the connector round-robin order of tasks without one."""
+
+    @property
+    def target_box(self) -> tuple[int, int, int]:
+        """The target observation's box (x, up, z) in cells."""
+        return tuple(self.target_shape) if self.target_shape else (self.target_size,) * 3  # type: ignore[return-value]
 
 
 TaskSource = Callable[[np.random.Generator], EnvTask]
@@ -111,6 +122,8 @@ class Attempt:
     placement: Placement | None = None
     outcome: Outcome | None = None
     invalid: str | None = None
+    choice: Any = None
+    """The staged encoding's placement decided so far, after a *where* or *what* sub-step (else None)."""
 
 
 class Episode:
@@ -138,7 +151,10 @@ class Episode:
                 max_targets=config.max_targets,
                 palette_size=len(self.palette),
                 target_size=config.target_size,
+                target_shape=config.target_box,
                 max_candidates=config.max_candidates if self.codec.lists_placements else 0,
+                staged=self.codec.name == "staged",
+                target_colours=config.target_colours,
             ),
             self.palette,
         )
@@ -157,6 +173,7 @@ class Episode:
         self.scratch: dict[str, Any] = {}
         """Per-episode memory of reward terms (e.g. the last fidelity, for Δ-fidelity shaping)."""
         self._target_tensor: np.ndarray | None = None
+        self._target_colour: np.ndarray | None = None
 
     # ----- reset ---------------------------------------------------------------------------------------------
     def choose_task(self, rng: np.random.Generator, options: dict | None) -> EnvTask:
@@ -193,10 +210,16 @@ class Episode:
         self.progress = self._progress_for(task)
         self.ranking = self._ranking_for(task)
         self._target_tensor = None
+        self._target_colour: np.ndarray | None = None
         if task.target_voxels is not None:
             from brick_gym.core.voxels import target_tensor
 
-            self._target_tensor = target_tensor(task.target_voxels, (self.config.target_size,) * 3)
+            shape = self.config.target_box
+            self._target_tensor = target_tensor(task.target_voxels, shape)
+            if self.config.target_colours:
+                self._target_colour = self.observer.colour_tensor(
+                    target_tensor(task.target_voxels, shape, colours=True)
+                )
             start_ctx = RewardContext(
                 self.assembly, None, None, False, target=task.target_voxels, progress=self.progress
             )
@@ -231,9 +254,10 @@ class Episode:
         """The free connectors some palette source can mate, in (piece, connector) order (incremental)."""
         return self._slots.slots(self.assembly, self.config.max_targets if limit is None else limit)
 
-    def view(self, targets: list[ConnectorRef], slots: Sequence[int] | None = None) -> View:
-        """What a builder may do at ``targets`` (with only palette ``slots`` when given)."""
-        return self.codec.view(self.assembly, targets, self.ranking, slots)
+    def view(self, targets: list[ConnectorRef], slots: Sequence[int] | None = None, choice: Any = None) -> View:
+        """What a builder may do at ``targets`` (with only palette ``slots`` when given; ``choice``: the staged
+        encoding's placement decided so far)."""
+        return self.codec.view(self.assembly, targets, self.ranking, slots, choice)
 
     def attempt(self, action: object, view: View, refusal: Callable[[Placement], str | None] | None = None) -> Attempt:
         """Decode ``action`` against ``view`` and place it, unless it is malformed or ``refusal`` (a face's own
@@ -242,7 +266,7 @@ class Episode:
         if decoded.error is not None:
             return Attempt(invalid=f"bad_action: {decoded.error}")
         if decoded.placement is None:
-            return Attempt(stop=decoded.stop)
+            return Attempt(stop=decoded.stop, choice=decoded.choice)
         reason = refusal(decoded.placement) if refusal is not None else None
         if reason is not None:
             return Attempt(placement=decoded.placement, invalid=reason)
@@ -290,12 +314,15 @@ class Episode:
             max_steps=self.config.max_steps,
             last_invalid=last_invalid,
             target=self._target_tensor,
+            target_colour=self._target_colour,
             initial_stock=initial_stock,
             candidates=view.candidates,
             candidate_poses=view.poses,
             target_grid=self.task.target_voxels,
             candidate_agreement=view.agreement,
             progress=self.progress,
+            stage=view.stage,
+            choice=view.choice,
         )
 
     def initial_stock(self) -> list[int | None]:

@@ -62,7 +62,8 @@ from brick_gym.core.catalog import UnknownPart, catalog
 from brick_gym.core.colours import UnknownColour, colour
 from brick_gym.core.pieces import ConnectorRef, Placement, colour_name
 from brick_gym.core.rules import Rules
-from brick_gym.envs.codecs import ENCODINGS, View
+from brick_gym.envs.codecs import View
+from brick_gym.envs.encodings import ONE_STEP_ENCODINGS
 from brick_gym.envs.episode import EnvConfig, EnvTask, Episode, OverEpisode, TaskSource, Viewer
 from brick_gym.envs.palette import make_palette
 from brick_gym.rewards.terms import RewardSpec
@@ -114,8 +115,11 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
         self._set_render_mode(render_mode)
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        if encoding not in ENCODINGS:
-            raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
+        if encoding not in ONE_STEP_ENCODINGS:
+            raise ValueError(
+                f"encoding must be one of {ONE_STEP_ENCODINGS}, got {encoding!r} (builders take turns per action, and "
+                "the staged encoding needs three actions per placement)"
+            )
         if isinstance(n_builders, bool) or not isinstance(n_builders, int) or n_builders < 1:
             raise ValueError(f"n_builders must be a positive integer, got {n_builders!r}")
         self.config = dataclasses.replace(config, encoding=encoding)

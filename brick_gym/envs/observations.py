@@ -8,14 +8,19 @@ Slices (sizes from :class:`ObservationConfig`):
 - ``inventory`` (P,): pieces left per palette slot / its starting stock (1.0 when unlimited, 0 when absent).
 - ``progress`` (5,): steps / max_steps, pieces / max_pieces, components / pieces, last action was illegal, and
   the share of the target's cells still empty (0 without a target; what tells a builder the target is done).
-- ``target`` (V³,): the task's target occupancy on a V×V×V box, flattened in (x, up, z) C order; zeros when the
-  task has none (flat so that SB3 does not mistake it for an image).
+- ``target`` (V³,): the task's target occupancy on a V×V×V box (or ``target_shape``'s), flattened in (x, up, z)
+  C order; zeros when the task has none (flat so that SB3 does not mistake it for an image).
 - ``candidates`` (N, 12 + P) — candidate encoding only: listed, palette one-hot (P), resulting x, height, z,
   yaw one-hot (4); when the task has a target, the fraction of the candidate's voxels the target fills and fills
   in the candidate's colour (target and build share their base plate's frame; zeros without a target) and 1 when
   both are whole (the piece fits the target exactly: a sharp feature is learned from in far fewer updates than
   a threshold on two fractions); then the candidate's place in the list / N (the list is best first when the
-  env ranks by a target).
+  env ranks by a target). This is the *assisted* track's observation: it reads the target for the agent.
+- ``target_colour`` (V³,) — with ``target_colours``: each target cell's colour as (its index among the
+  palette's colours + 1) / (colours + 1), 0 where empty (same box and order as ``target``).
+- ``choice`` (10 + P,) — staged encoding only: the sub-step one-hot (where, what, how), the chosen target
+  connector's row (as in ``targets``; zeros before *where*) and the chosen palette slot one-hot (zeros before
+  *what*). Nothing in it is computed from the task's target.
 """
 
 from __future__ import annotations
@@ -43,8 +48,19 @@ class ObservationConfig:
     max_targets: int
     palette_size: int
     target_size: int = 12
+    target_shape: tuple[int, int, int] | None = None
+    """The target box when it is not a ``target_size`` cube."""
     max_candidates: int = 0
     scale: float = 16.0
+    staged: bool = False
+    """Whether the action is decided in sub-steps (then the ``choice`` slice is observed)."""
+    target_colours: bool = False
+    """Whether the target's colours are observed (the ``target_colour`` slice)."""
+
+    @property
+    def target_cells(self) -> int:
+        """Cells of the flat target slices."""
+        return int(np.prod(self.target_shape)) if self.target_shape else self.target_size**3
 
 
 def _position_features(xyz: np.ndarray, scale: float) -> np.ndarray:
@@ -80,10 +96,14 @@ class ObservationBuilder:
             "targets": box(c.max_targets, 7),
             "inventory": spaces.Box(0.0, 1.0, shape=(c.palette_size,), dtype=np.float32),
             "progress": spaces.Box(0.0, 1.0, shape=(5,), dtype=np.float32),
-            "target": spaces.Box(0.0, 1.0, shape=(c.target_size**3,), dtype=np.float32),
+            "target": spaces.Box(0.0, 1.0, shape=(c.target_cells,), dtype=np.float32),
         }
         if c.max_candidates:
             items["candidates"] = box(c.max_candidates, 12 + c.palette_size)
+        if c.target_colours:
+            items["target_colour"] = spaces.Box(0.0, 1.0, shape=(c.target_cells,), dtype=np.float32)
+        if c.staged:
+            items["choice"] = box(10 + c.palette_size)
         return spaces.Dict(items)
 
     def build(
@@ -101,9 +121,13 @@ class ObservationBuilder:
         target_grid: Any = None,
         candidate_agreement: Sequence[tuple[float, float] | None] | None = None,
         progress: Any = None,
+        stage: int = 0,
+        choice: Any = None,
+        target_colour: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """The observation for the current state. ``progress`` (a synced :class:`~brick_gym.core.progress.
-        TargetProgress`) and ``candidate_agreement`` (counted by the ranking) save recounting the target."""
+        TargetProgress`) and ``candidate_agreement`` (counted by the ranking) save recounting the target;
+        ``stage`` and ``choice`` are the staged encoding's sub-step and decision so far."""
         c = self.config
         pieces = self._pieces_block(assembly)
         tgt = np.zeros((c.max_targets, 7), dtype=np.float32)
@@ -133,13 +157,39 @@ class ObservationBuilder:
             "targets": np.clip(tgt, -BOUND, BOUND),
             "inventory": inventory,
             "progress": progress,
-            "target": (target if target is not None else np.zeros(c.target_size**3)).astype(np.float32).reshape(-1),
+            "target": (target if target is not None else np.zeros(c.target_cells)).astype(np.float32).reshape(-1),
         }
         if c.max_candidates:
             obs["candidates"] = self._candidates(
                 candidates or (), candidate_poses or (), target_grid, candidate_agreement or ()
             )
+        if c.target_colours:
+            obs["target_colour"] = (
+                target_colour.copy() if target_colour is not None else np.zeros(c.target_cells, dtype=np.float32)
+            )
+        if c.staged:
+            obs["choice"] = self._choice(assembly, stage, choice)
         return obs
+
+    def colour_tensor(self, codes: np.ndarray) -> np.ndarray:
+        """The flat ``target_colour`` slice of a box of colour codes (−1 empty)."""
+        colours = sorted({s.colour for s in self.palette})
+        lookup = {code: (i + 1) / (len(colours) + 1) for i, code in enumerate(colours)}
+        flat = codes.reshape(-1)
+        out = np.zeros(flat.shape, dtype=np.float32)
+        for code in np.unique(flat[flat >= 0]).tolist():
+            out[flat == code] = lookup.get(code, 1.0)
+        return out
+
+    def _choice(self, assembly: Assembly, stage: int, choice: Any) -> np.ndarray:
+        """The ``choice`` slice: sub-step one-hot, chosen connector's row, chosen palette slot one-hot."""
+        out = np.zeros(10 + self.config.palette_size, dtype=np.float32)
+        out[stage] = 1.0
+        if choice is not None and choice.target.piece in assembly.pieces:
+            out[3:10] = self._target_row(assembly, choice.target)
+        if choice is not None and choice.slot is not None:
+            out[10 + choice.slot] = 1.0
+        return np.clip(out, -BOUND, BOUND)
 
     def _unfilled(self, assembly: Assembly, grid: Any) -> float:
         """The target's share of empty cells (memoised per assembly revision)."""

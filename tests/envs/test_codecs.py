@@ -94,13 +94,13 @@ def test_the_list_without_a_target_is_the_connector_order_with_every_verdict_a_d
     import gymnasium as gym
 
     import brick_gym.envs  # noqa: F401
-    from brick_gym.envs.codecs import _in_stock
+    from brick_gym.envs.codecs import in_stock
 
     states = 0
     env = gym.make("BrickGym/Set-v0", encoding="candidates", max_candidates=16, max_targets=96)
     for base in random_states(env, range(1), 40, agent_seed=2):
         asm, codec = base.assembly, base.episode.codec
-        tried = connector_order(asm, codec.palette, base.view.targets, _in_stock(asm, codec.palette))
+        tried = connector_order(asm, codec.palette, base.view.targets, in_stock(asm, codec.palette))
         expected = []
         for slot, placement in tried[: codec.max_attempts]:
             if asm.evaluate(placement).ok:

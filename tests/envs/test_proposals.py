@@ -14,7 +14,7 @@ import brick_gym.envs  # noqa: F401
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.pieces import Placement
 from brick_gym.core.voxels import cell_ranges, piece_agreement, voxelize, world_bounds
-from brick_gym.envs.codecs import _in_stock
+from brick_gym.envs.codecs import in_stock
 from brick_gym.envs.fidelity_targets import ALL_KINDS, generate
 from brick_gym.envs.fidelity_tasks import task_for
 from brick_gym.envs.proposals import TargetRanking
@@ -72,7 +72,7 @@ def test_ranked_scores_match_an_exact_count_and_never_increase() -> None:
     task = task_for(target)
     ranking = TargetRanking(task.target_voxels, task.palette)
     targets = target_slots(asm, task.palette, 256)
-    ranked = ranking.offers(asm, targets, _in_stock(asm, task.palette), 300).ranked()
+    ranked = ranking.offers(asm, targets, in_stock(asm, task.palette), 300).ranked()
     grid = task.target_voxels
     built = voxelize(asm, grid.pitch, grid.offset).to_dense(grid.shape, grid.origin)
     scores, blocked = [], []
@@ -236,7 +236,7 @@ def _listed_the_slow_way(base, connector_order) -> list[tuple[int, Placement]]:
 
     asm, codec, targets = base.assembly, base.codec, base.view.targets
     fresh = CandidateCodec(codec.palette, codec.max_candidates, codec.max_attempts)
-    stock = _in_stock(asm, codec.palette)
+    stock = in_stock(asm, codec.palette)
     if not any(stock):
         return []
     limit = min(codec.max_attempts, 4 * codec.max_candidates)

@@ -1,0 +1,184 @@
+"""Levels as data: one TOML file per level under ``brick_gym/data/suite/<version>/``, read into :class:`Level`.
+
+A level file names its task family and the family's parameters (``[task]``), the env's static shapes, budgets and
+encoding (``[env]``: :class:`~brick_gym.envs.episode.EnvConfig` fields), the reward weights (``[rewards]``, over the
+standard terms), the disjoint train and test task-seed ranges (``[split]``), the episodes an evaluation plays
+(``[eval]``) and the score with its normalisers (``[score]``). Everything an evaluation depends on is in the file,
+so a published score names the suite version and is reproducible from it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+SUITE_VERSION = "v1"
+TRACKS = ("benchmark", "assisted")
+"""``benchmark``: nothing computed from the target orders, filters or annotates the actions (the staged
+encoding); ``assisted``: the target-ranked candidate list with per-candidate target agreement (opt-in, labelled,
+never in the headline)."""
+METRICS = ("fidelity_mean", "fidelity", "fidelity_colour", "exact")
+"""Per-episode raw scores: the mean of shape and colour IoU against the target, either alone, or 1 for a build
+that is the target (both IoUs 1) and 0 otherwise."""
+GATES = ("none", "valid")
+"""``valid``: an episode whose final build fails BrickBench's full check (collision, stability, stock, part
+limit) scores 0."""
+
+
+@dataclass(frozen=True)
+class Score:
+    """How an episode is scored and how a level's mean is normalised: ``(mean raw − low) / (high − low)``,
+    clipped to [0, 1]; ``low`` is the random masked builder's mean raw score on the test split (measured once,
+    fixed for the suite version), ``high`` the target's own (1.0)."""
+
+    metric: str
+    gate: str
+    low: float
+    high: float = 1.0
+
+    def normalise(self, raw_mean: float) -> float:
+        """The level score of a mean raw score."""
+        return float(min(1.0, max(0.0, (raw_mean - self.low) / (self.high - self.low))))
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of the suite (see the module docstring for the file's tables)."""
+
+    id: str
+    title: str
+    track: str
+    description: str
+    task: dict[str, Any]
+    env: dict[str, Any]
+    rewards: dict[str, float]
+    train_seeds: tuple[int, int]
+    test_seeds: tuple[int, int]
+    episodes: int
+    score: Score
+    observation: str = "voxels"
+    """``voxels``: the target's occupancy and colours; ``plans``: plan images instead (the voxels withheld)."""
+    version: str = SUITE_VERSION
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def headline(self) -> bool:
+        """Whether the level counts towards the headline score (benchmark track only)."""
+        return self.track == "benchmark"
+
+    def seeds(self, split: str) -> tuple[int, int]:
+        """The inclusive task-seed range of ``split`` (``train`` or ``test``)."""
+        if split not in ("train", "test"):
+            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+        return self.train_seeds if split == "train" else self.test_seeds
+
+    def eval_seeds(self, episodes: int | None = None) -> list[int]:
+        """The test task seeds an evaluation of ``episodes`` episodes (default the level's) plays, in order."""
+        n = self.episodes if episodes is None else episodes
+        lo, hi = self.test_seeds
+        if not 1 <= n <= hi - lo + 1:
+            raise ValueError(f"{self.id}: episodes must be in 1..{hi - lo + 1} (the test split's size), got {n}")
+        return list(range(lo, lo + n))
+
+
+class LevelError(ValueError):
+    """A level file that does not describe a level (names the file and the field)."""
+
+
+def _range(name: str, value: Any, where: str) -> tuple[int, int]:
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+        or value[0] > value[1]
+    ):
+        raise LevelError(f"{where}: split.{name} must be [first, last] non-negative seeds, got {value!r}")
+    return value[0], value[1]
+
+
+def parse_level(data: dict[str, Any], where: str) -> Level:
+    """A :class:`Level` from a level file's tables; :class:`LevelError` names what is wrong."""
+    known = {"id", "title", "track", "description", "task", "env", "rewards", "split", "eval", "score", "observation"}
+    unknown = set(data) - known - {"extras"}
+    if unknown:
+        raise LevelError(f"{where}: unknown keys {sorted(unknown)}")
+    missing = known - set(data) - {"observation"}
+    if missing:
+        raise LevelError(f"{where}: missing keys {sorted(missing)}")
+    if data["track"] not in TRACKS:
+        raise LevelError(f"{where}: track must be one of {TRACKS}, got {data['track']!r}")
+    score = dict(data["score"])
+    if score.get("metric") not in METRICS or score.get("gate", "none") not in GATES:
+        raise LevelError(f"{where}: score.metric must be one of {METRICS} and score.gate one of {GATES}")
+    if not isinstance(score.get("low"), int | float) or not 0 <= score["low"] < score.get("high", 1.0) <= 1.0:
+        raise LevelError(f"{where}: score needs 0 <= low < high <= 1, got {score}")
+    train = _range("train", data["split"].get("train"), where)
+    test = _range("test", data["split"].get("test"), where)
+    if not (train[1] < test[0] or test[1] < train[0]):
+        raise LevelError(f"{where}: train seeds {train} and test seeds {test} overlap")
+    episodes = data["eval"].get("episodes")
+    if not isinstance(episodes, int) or not 1 <= episodes <= test[1] - test[0] + 1:
+        raise LevelError(f"{where}: eval.episodes must be in 1..{test[1] - test[0] + 1}, got {episodes!r}")
+    encoding = data["env"].get("encoding")
+    if (data["track"] == "benchmark") != (encoding == "staged"):
+        raise LevelError(f"{where}: the benchmark track uses the staged encoding and only it, got {encoding!r}")
+    observation = data.get("observation", "voxels")
+    if observation not in ("voxels", "plans"):
+        raise LevelError(f"{where}: observation must be 'voxels' or 'plans', got {observation!r}")
+    return Level(
+        id=data["id"],
+        title=data["title"],
+        track=data["track"],
+        description=" ".join(str(data["description"]).split()),
+        task=dict(data["task"]),
+        env={k: tuple(v) if isinstance(v, list) else v for k, v in data["env"].items()},
+        rewards={k: float(v) for k, v in data["rewards"].items()},
+        train_seeds=train,
+        test_seeds=test,
+        episodes=episodes,
+        score=Score(score["metric"], score.get("gate", "none"), float(score["low"]), float(score.get("high", 1.0))),
+        observation=observation,
+        extras=dict(data.get("extras", {})),
+    )
+
+
+@cache
+def _all_levels(version: str) -> dict[str, Level]:
+    folder = resources.files("brick_gym") / "data" / "suite" / version
+    if not folder.is_dir():
+        raise LevelError(f"no suite version {version!r} (brick_gym/data/suite/{version} is missing)")
+    out: dict[str, Level] = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".toml"):
+            continue
+        where = f"suite {version}/{entry.name}"
+        try:
+            data = tomllib.loads(entry.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise LevelError(f"{where}: {exc}") from None
+        level = parse_level(data, where)
+        if level.id != entry.name.removesuffix(".toml"):
+            raise LevelError(f"{where}: id {level.id!r} differs from the file name")
+        out[level.id] = level
+    return out
+
+
+def levels(version: str = SUITE_VERSION, *, track: str | None = None) -> list[str]:
+    """The level ids of a suite version (of one ``track`` when given), in file order."""
+    return [k for k, v in _all_levels(version).items() if track is None or v.track == track]
+
+
+def level(name: str | Level, version: str = SUITE_VERSION) -> Level:
+    """The level named ``name`` (a :class:`Level` is returned as is)."""
+    if isinstance(name, Level):
+        return name
+    found = _all_levels(version)
+    if name not in found:
+        raise KeyError(f"no level {name!r} in suite {version}; levels: {', '.join(found)}")
+    return found[name]
+
+
+__all__ = ["GATES", "METRICS", "SUITE_VERSION", "TRACKS", "Level", "LevelError", "Score", "level", "levels"]

@@ -1,0 +1,203 @@
+"""The suite's protocol: :func:`make` a level's env for a split, :func:`make_vec` a vector of them, and
+:func:`evaluate` a policy on the level's fixed test seeds into per-episode results and the normalised score.
+
+A policy is a callable ``(observation, info) -> action`` (``info["action_mask"]`` is the exact mask; in the
+``Discrete`` space STOP is the last action) or anything with Stable-Baselines3's ``predict`` (MaskablePPO's gets
+the mask). A policy may also define ``begin(env)``, called with the unwrapped env at every episode's start:
+that is how privileged baselines (the oracle-ish greedy builder) read the true target, and a result of a policy
+that defines it is marked ``privileged`` (not comparable with a submission's).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from brick_gym.envs.assembly_env import BrickAssemblyEnv
+from brick_gym.envs.episode import EnvConfig, EnvTask
+from brick_gym.rewards.terms import standard_rewards
+from brick_gym.suite.levels import SUITE_VERSION, Level, level
+from brick_gym.suite.tasks import TaskFamily
+
+
+class SplitTasks:
+    """A level's task source for one split: every reset draws a task seed uniformly from the split's range
+    (picklable; tasks are cached per seed)."""
+
+    def __init__(self, family: TaskFamily, seeds: tuple[int, int]) -> None:
+        self.family, self.seeds = family, seeds
+
+    def __call__(self, rng: np.random.Generator) -> EnvTask:
+        return self.family.task(int(rng.integers(self.seeds[0], self.seeds[1] + 1)))
+
+
+def family_of(lvl: Level) -> TaskFamily:
+    """The level's task family."""
+    params = {k: v for k, v in lvl.task.items() if k != "family"}
+    return TaskFamily(lvl.task["family"], params)
+
+
+def make(name: str | Level, split: str = "train", seed: int | None = None, **kw: Any) -> Any:
+    """The Gymnasium env of level ``name`` on ``split`` (``train`` or ``test``): each reset draws a task seed of
+    the split. With ``seed``, the env is reset once with it (seeding its draws; the next ``reset()`` continues).
+    Keywords go to :class:`~brick_gym.envs.BrickAssemblyEnv` (``render_mode``, ``log_terms``)."""
+    lvl = level(name)
+    family = family_of(lvl)
+    config = EnvConfig(**lvl.env, target_colours=lvl.observation == "voxels")
+    env: Any = BrickAssemblyEnv(
+        SplitTasks(family, lvl.seeds(split)), config=config, rewards=standard_rewards(**lvl.rewards), **kw
+    )
+    if lvl.observation == "plans":
+        from brick_gym.suite.plans import PlanObservation
+
+        env = PlanObservation(env, int(lvl.extras.get("plan_size", 80)))
+    if seed is not None:
+        env.reset(seed=seed)
+    return env
+
+
+def make_vec(name: str | Level, n: int, split: str = "train", seed: int = 0, *, asynchronous: bool = False) -> Any:
+    """``n`` envs of the level in a Gymnasium vector env (sub-env ``i`` reset with ``seed + i`` when the vector
+    env is reset with ``seed``); ``asynchronous`` runs them in subprocesses."""
+    import gymnasium as gym
+
+    lvl = level(name)
+    fns = [lambda: make(lvl, split) for _ in range(n)]
+    return gym.vector.AsyncVectorEnv(fns) if asynchronous else gym.vector.SyncVectorEnv(fns)
+
+
+@dataclass
+class EpisodeResult:
+    """One evaluation episode: its task seed, the build's measures and the raw score."""
+
+    seed: int
+    task: str
+    pieces: int
+    target_pieces: int
+    steps: int
+    valid: bool | None
+    fidelity: float
+    fidelity_colour: float
+    raw: float
+    seconds: float
+
+
+def raw_score(lvl: Level, fidelity: float, colour: float, valid: bool | None) -> float:
+    """An episode's raw score under the level's metric and gate."""
+    metric = lvl.score.metric
+    if metric == "fidelity":
+        raw = fidelity
+    elif metric == "fidelity_colour":
+        raw = colour
+    elif metric == "exact":
+        raw = float(fidelity >= 1.0 - 1e-9 and colour >= 1.0 - 1e-9)
+    else:
+        raw = (fidelity + colour) / 2
+    if lvl.score.gate == "valid" and not valid:
+        return 0.0
+    return float(raw)
+
+
+def _actor(policy: Any) -> Callable[[Any, dict], Any]:
+    if hasattr(policy, "predict"):
+
+        def act(obs: Any, info: dict) -> Any:
+            try:
+                action, _ = policy.predict(obs, action_masks=info["action_mask"], deterministic=True)
+            except TypeError:
+                action, _ = policy.predict(obs, deterministic=True)
+            return int(np.asarray(action).reshape(-1)[0])
+
+        return act
+    if callable(policy):
+        return policy
+    raise TypeError(f"policy must be callable (observation, info) -> action or have predict(), got {policy!r}")
+
+
+def run_episode(env: Any, act: Callable[[Any, dict], Any], policy: Any, lvl: Level, seed: int) -> EpisodeResult:
+    """Play one episode of task ``seed`` to its end and score it."""
+    base = env.unwrapped
+    family = family_of(lvl)
+    t0 = time.perf_counter()
+    obs, info = env.reset(seed=seed, options={"task": family.task(seed)})
+    if hasattr(policy, "begin"):
+        policy.begin(base)
+    done, steps = False, 0
+    while not done:
+        obs, _, terminated, truncated, info = env.step(act(obs, info))
+        done, steps = terminated or truncated, steps + 1
+    terms = info["reward_terms"]
+    valid = (info.get("report") or {}).get("valid")
+    fid, col = float(terms.get("fidelity", 0.0)), float(terms.get("fidelity_colour", 0.0))
+    return EpisodeResult(
+        seed=seed,
+        task=base.task.name,
+        pieces=len(base.assembly),
+        target_pieces=len(base.task.extras["fidelity_task"].steps),
+        steps=steps,
+        valid=valid,
+        fidelity=round(fid, 6),
+        fidelity_colour=round(col, 6),
+        raw=round(raw_score(lvl, fid, col, valid), 6),
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+
+
+def evaluate(
+    policy: Any,
+    name: str | Level,
+    episodes: int | None = None,
+    split: str = "test",
+    *,
+    policy_name: str | None = None,
+    timesteps_trained: int | None = None,
+    progress: Callable[[EpisodeResult], None] | None = None,
+) -> dict[str, Any]:
+    """Play ``policy`` on the level's first ``episodes`` test task seeds (default the level's count), one episode
+    each, and return the result: suite version, level, track, policy name, seeds, timesteps trained, per-episode
+    results, mean raw score and the normalised ``score``. ``split="train"`` plays the first train seeds instead
+    (for learning curves; a published score is on ``test``)."""
+    lvl = level(name)
+    if split == "test":
+        seeds = lvl.eval_seeds(episodes)
+    else:
+        lo, hi = lvl.seeds(split)
+        seeds = list(range(lo, min(hi, lo + (episodes or lvl.episodes) - 1) + 1))
+    env = make(lvl, split, log_terms="all")
+    act = _actor(policy)
+    results = []
+    try:
+        for seed in seeds:
+            result = run_episode(env, act, policy, lvl, seed)
+            results.append(result)
+            if progress is not None:
+                progress(result)
+    finally:
+        env.close()
+    raw_mean = float(np.mean([r.raw for r in results]))
+    return {
+        "suite": SUITE_VERSION,
+        "level": lvl.id,
+        "track": lvl.track,
+        "split": split,
+        "policy": policy_name or getattr(policy, "name", type(policy).__name__),
+        "privileged": hasattr(policy, "begin"),
+        "seeds": seeds,
+        "timesteps_trained": timesteps_trained,
+        "episodes": [r.__dict__ for r in results],
+        "raw_mean": round(raw_mean, 6),
+        "score": round(lvl.score.normalise(raw_mean), 6),
+        "normalisers": {
+            "metric": lvl.score.metric,
+            "gate": lvl.score.gate,
+            "low": lvl.score.low,
+            "high": lvl.score.high,
+        },
+    }
+
+
+__all__ = ["EpisodeResult", "SplitTasks", "evaluate", "family_of", "make", "make_vec", "raw_score", "run_episode"]

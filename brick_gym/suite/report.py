@@ -1,0 +1,182 @@
+"""Baselines on every level, and the suite's summary: ``summary.json`` (``{"suite", "levels": {LEVEL:
+{"baselines": {NAME: {"score", "per_seed"}}}}, "headline": {NAME: S}}``), ``summary.md`` and a plot.
+
+The headline score of a baseline is the mean over the benchmark track's levels of its normalised level score
+(assisted levels are reported beside, never in it). Deterministic baselines are run once (more seeds would
+repeat the same episodes); the random one on each of ``seeds``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from brick_gym.suite.baselines import baseline
+from brick_gym.suite.levels import SUITE_VERSION, level, levels
+from brick_gym.suite.protocol import evaluate
+
+SEEDED = ("random",)
+"""Baselines whose runs differ by seed."""
+
+
+def run_baselines(
+    names: Sequence[str],
+    level_ids: Sequence[str] | None = None,
+    seeds: Sequence[int] = (0, 1, 2),
+    out: str | Path | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Evaluate each baseline on each level (default every level) and return the summary; with ``out``, each
+    result file goes to ``out/results/<level>/<baseline>-seed<k>.json`` and the summary to ``out``."""
+    level_ids = list(level_ids or levels())
+    summary: dict[str, Any] = {"suite": SUITE_VERSION, "levels": {}, "headline": {}}
+    for lid in level_ids:
+        entry: dict[str, Any] = {"track": level(lid).track, "baselines": {}}
+        for name in names:
+            runs = []
+            for seed in seeds if name in SEEDED else seeds[:1]:
+                result = evaluate(baseline(name, seed), lid, policy_name=name)
+                result["baseline_seed"] = seed
+                runs.append(result)
+                if out is not None:
+                    path = Path(out) / "results" / lid / f"{name}-seed{seed}.json"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+                if log is not None:
+                    log(f"{lid} {name} seed {seed}: score {result['score']:.3f} (raw {result['raw_mean']:.3f})")
+            per_seed = [r["score"] for r in runs]
+            entry["baselines"][name] = {
+                "score": round(float(np.mean(per_seed)), 4),
+                "per_seed": per_seed,
+                "raw_mean": round(float(np.mean([r["raw_mean"] for r in runs])), 4),
+                "privileged": runs[0]["privileged"],
+            }
+        summary["levels"][lid] = entry
+    summary["headline"] = headline(summary)
+    if out is not None:
+        write_summary(summary, out)
+    return summary
+
+
+def rescore(out: str | Path, notes: Sequence[str] = ()) -> dict[str, Any]:
+    """The summary rebuilt from the result files under ``out/results`` (each level's mean raw score normalised
+    again with its level file's normalisers, as after fixing ``low``), with ``notes`` under the table, written
+    back to ``out``."""
+    summary: dict[str, Any] = {"suite": SUITE_VERSION, "levels": {}, "headline": {}}
+    if notes:
+        summary["notes"] = list(notes)
+    for lid in levels():
+        runs: dict[str, list[dict[str, Any]]] = {}
+        lv = level(lid)
+        for path in sorted((Path(out) / "results" / lid).glob("*.json")):
+            result = json.loads(path.read_text(encoding="utf-8"))
+            result["score"] = round(lv.score.normalise(result["raw_mean"]), 6)
+            result["normalisers"] = {**result["normalisers"], "low": lv.score.low, "high": lv.score.high}
+            path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+            runs.setdefault(result["policy"], []).append(result)
+        if not runs:
+            continue
+        entry: dict[str, Any] = {"track": lv.track, "baselines": {}}
+        for name, results in runs.items():
+            results.sort(key=lambda r: r.get("baseline_seed", 0))
+            per_seed = [round(lv.score.normalise(r["raw_mean"]), 6) for r in results]
+            entry["baselines"][name] = {
+                "score": round(float(np.mean(per_seed)), 4),
+                "per_seed": per_seed,
+                "raw_mean": round(float(np.mean([r["raw_mean"] for r in results])), 4),
+                "privileged": results[0]["privileged"],
+            }
+        summary["levels"][lid] = entry
+    summary["headline"] = headline(summary)
+    write_summary(summary, out)
+    return summary
+
+
+def headline(summary: dict[str, Any]) -> dict[str, float]:
+    """Per baseline: the mean normalised score over the benchmark track's levels it ran on."""
+    scores: dict[str, list[float]] = {}
+    for entry in summary["levels"].values():
+        if entry.get("track", "benchmark") != "benchmark":
+            continue
+        for name, b in entry["baselines"].items():
+            scores.setdefault(name, []).append(b["score"])
+    return {name: round(float(np.mean(v)), 4) for name, v in scores.items()}
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The summary as a markdown table: levels × baselines, then the headline row."""
+    names = sorted({n for e in summary["levels"].values() for n in e["baselines"]})
+    lines = [
+        f"# BrickGym suite {summary['suite']}: baselines",
+        "",
+        "Normalised level scores (0 = the random masked builder's mean raw score on the test split, 1 = the target "
+        "built exactly and valid); mean over seeds, each seed in brackets. `greedy-oracle` is privileged: it reads "
+        "the true target (an oracle-ish upper reference, not a competitor). Assisted levels are not in the headline.",
+        "",
+        "| level | track | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for lid, entry in summary["levels"].items():
+        cells = []
+        for n in names:
+            b = entry["baselines"].get(n)
+            cells.append("—" if b is None else f"{b['score']:.3f} ({', '.join(f'{s:.3f}' for s in b['per_seed'])})")
+        track = entry.get("track", "benchmark")
+        lines.append(f"| {lid} | {track.upper() if track == 'assisted' else track} | " + " | ".join(cells) + " |")
+    head = summary["headline"]
+    lines.append(
+        "| **headline** (benchmark levels) | | " + " | ".join(f"**{head.get(n, 0):.3f}**" for n in names) + " |"
+    )
+    lines += ["", *(f"- {note}" for note in summary.get("notes", ()))]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(summary: dict[str, Any], out: str | Path) -> None:
+    """``summary.json``, ``summary.md`` and ``summary.png`` in ``out``."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    (folder / "summary.md").write_text(markdown(summary), encoding="utf-8")
+    plot(summary, folder / "summary.png")
+
+
+def plot(summary: dict[str, Any], path: str | Path) -> None:
+    """Grouped bars: each level's normalised score per baseline, each seed a dot, the 0.5 line marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ids = list(summary["levels"])
+    names = sorted({n for e in summary["levels"].values() for n in e["baselines"]})
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(ids)), 4.5))
+    width = 0.8 / max(1, len(names))
+    for j, n in enumerate(names):
+        xs = np.arange(len(ids)) + (j - (len(names) - 1) / 2) * width
+        vals = [summary["levels"][i]["baselines"].get(n, {}).get("score", np.nan) for i in ids]
+        ax.bar(xs, vals, width, label=n + (" (privileged)" if n == "greedy-oracle" else ""))
+        for x, i in zip(xs, ids, strict=True):
+            seeds = summary["levels"][i]["baselines"].get(n, {}).get("per_seed", [])
+            ax.plot([x] * len(seeds), seeds, "k.", markersize=3)
+    ax.axhline(0.5, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_xticks(np.arange(len(ids)))
+    ax.set_xticklabels(
+        [i + (" (assisted)" if summary["levels"][i].get("track") == "assisted" else "") for i in ids],
+        rotation=25,
+        ha="right",
+        fontsize=8,
+    )
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("normalised level score")
+    ax.set_title(f"BrickGym suite {summary['suite']}: baselines per level")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+__all__ = ["headline", "markdown", "plot", "rescore", "run_baselines", "write_summary"]

@@ -1,0 +1,68 @@
+"""Levels as data: every file parses, splits are disjoint, the benchmark track is the staged encoding."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from brick_gym.suite.levels import SUITE_VERSION, LevelError, level, levels, parse_level
+
+BASE = {
+    "id": "x",
+    "title": "x",
+    "track": "benchmark",
+    "description": "x",
+    "task": {"family": "fidelity"},
+    "env": {"encoding": "staged"},
+    "rewards": {},
+    "split": {"train": [0, 9], "test": [10, 19]},
+    "eval": {"episodes": 5},
+    "score": {"metric": "fidelity_mean", "gate": "valid", "low": 0.1},
+}
+
+
+def test_the_suite_has_at_least_eight_levels_both_tracks_labelled() -> None:
+    ids = levels()
+    assert SUITE_VERSION == "v1" and len(ids) >= 8
+    assert levels(track="assisted") == ["fidelity-small-assisted"]
+    for lid in ids:
+        lv = level(lid)
+        lo, hi = lv.test_seeds
+        assert lv.train_seeds[1] < lo or hi < lv.train_seeds[0]
+        assert (lv.track == "benchmark") == (lv.env["encoding"] == "staged") == lv.headline
+        assert lv.track == "benchmark" or "ASSISTED" in lv.title
+        assert 0 <= lv.score.low < lv.score.high
+        assert pickle.loads(pickle.dumps(lv)) == lv
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"split": {"train": [0, 10], "test": [10, 19]}}, "overlap"),
+        ({"env": {"encoding": "candidates"}}, "staged encoding"),
+        ({"track": "easy"}, "track"),
+        ({"eval": {"episodes": 11}}, "episodes"),
+        ({"score": {"metric": "vibes", "low": 0.1}}, "metric"),
+        ({"score": {"metric": "fidelity", "low": 1.0}}, "low < high"),
+        ({"bonus": 1}, "unknown keys"),
+    ],
+)
+def test_a_bad_level_file_is_refused_naming_the_field(change: dict, message: str) -> None:
+    with pytest.raises(LevelError, match=message):
+        parse_level({**BASE, **change}, "x.toml")
+
+
+def test_normalise_clips_between_the_random_reference_and_the_target() -> None:
+    score = parse_level(BASE, "x.toml").score
+    assert score.normalise(0.1) == 0.0 and score.normalise(1.0) == 1.0 and score.normalise(0.0) == 0.0
+    assert score.normalise(0.55) == pytest.approx(0.5)
+
+
+def test_eval_seeds_are_the_first_test_seeds() -> None:
+    lv = level("fidelity-small")
+    assert lv.eval_seeds(3) == [lv.test_seeds[0], lv.test_seeds[0] + 1, lv.test_seeds[0] + 2]
+    with pytest.raises(ValueError, match="episodes"):
+        lv.eval_seeds(10**7)
+    with pytest.raises(KeyError, match="no level"):
+        level("nope")

@@ -1,0 +1,52 @@
+"""The summary: its shape, the headline over benchmark levels only, markdown, plot, and rescoring from files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from brick_gym.cli import main
+from brick_gym.suite.report import headline, markdown, rescore, run_baselines
+
+
+def test_summary_shape_headline_and_files(tmp_path: Path) -> None:
+    summary = run_baselines(["random", "first-legal"], ["fidelity-small"], seeds=(0, 1), out=tmp_path)
+    entry = summary["levels"]["fidelity-small"]["baselines"]
+    assert summary["suite"] == "v1" and set(entry) == {"random", "first-legal"}
+    assert len(entry["random"]["per_seed"]) == 2 and len(entry["first-legal"]["per_seed"]) == 1
+    assert summary["headline"] == {n: entry[n]["score"] for n in entry}
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary
+    assert "**headline**" in (tmp_path / "summary.md").read_text()
+    assert (tmp_path / "summary.png").stat().st_size > 1000
+    assert rescore(tmp_path)["levels"]["fidelity-small"]["baselines"]["random"]["per_seed"] == pytest.approx(
+        entry["random"]["per_seed"], abs=1e-4
+    )
+
+
+def test_the_headline_leaves_assisted_levels_out() -> None:
+    summary = {
+        "suite": "v1",
+        "levels": {
+            "a": {"track": "benchmark", "baselines": {"x": {"score": 0.2, "per_seed": [0.2]}}},
+            "b": {"track": "benchmark", "baselines": {"x": {"score": 0.4, "per_seed": [0.4]}}},
+            "c": {"track": "assisted", "baselines": {"x": {"score": 1.0, "per_seed": [1.0]}}},
+        },
+    }
+    assert headline(summary) == {"x": pytest.approx(0.3)}
+    summary["headline"] = headline(summary)
+    assert "| c | ASSISTED |" in markdown(summary)
+
+
+def test_cli_lists_and_evaluates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["suite", "list"]) == 0
+    assert "fidelity-small-assisted    assisted" in capsys.readouterr().out
+    out = tmp_path / "r.json"
+    assert (
+        main(["suite", "eval", "fidelity-small", "--policy", "first-legal", "--episodes", "1", "--out", str(out)]) == 0
+    )
+    result = json.loads(out.read_text())
+    assert result["policy"] == "first-legal" and result["suite"] == "v1" and len(result["episodes"]) == 1
+    assert main(["suite", "eval", "nope", "--episodes", "1"]) == 2
+    assert main(["suite", "eval", "fidelity-small", "--policy", "nope"]) == 2
