@@ -232,12 +232,8 @@ def run_program(builder: Builder, code: str, limits: SandboxLimits | None = None
     except SandboxUnavailable as exc:
         return ProgramResult(False, f"REFUSED (sandbox_unavailable): {exc}. Nothing was run.", "sandbox_unavailable")
     unchanged = f"Nothing changed: the model still has {before} piece(s)."
-    if run.killed or (run.returncode != 0 and not run.result):
-        why = (
-            f"it was killed at its time limit ({limits.wall_seconds:g} s wall clock, {limits.cpu_seconds:g} s CPU)"
-            if run.killed or run.returncode in (-9, 137)
-            else f"the sandbox exited with status {run.returncode} before reporting"
-        )
+    why = run.ending(limits)
+    if why is not None:
         text = f"ERROR (program_killed): {why}. {unchanged}"
         return ProgramResult(False, text, "program_killed", seconds=run.seconds)
     try:
@@ -304,8 +300,8 @@ def rebuild(code: str, limits: SandboxLimits | None = None) -> BuildResult:
         run = run_sandboxed(RUNNER, _job("build", code, BUILD_FILE, limits), limits)
     except SandboxUnavailable as exc:
         return BuildResult(False, None, None, None, "", [], 0, f"sandbox unavailable: {exc}")
-    if run.killed or (run.returncode != 0 and not run.result):
-        why = "killed at its time limit" if run.killed or run.returncode in (-9, 137) else f"exit {run.returncode}"
+    why = run.ending(limits)
+    if why is not None:
         return BuildResult(False, None, None, None, "", [], 0, f"build.py did not finish: {why}", run.seconds)
     try:
         data = _parse(run.result)
