@@ -470,7 +470,8 @@ def _add_subcommands(sub: Any) -> None:
     p.add_argument(
         "--image-size", type=whole(8, 4096), default=1024, help="view and tile size in pixels (default 1024)"
     )
-    p.add_argument("--recheck", action="store_true", help=argparse.SUPPRESS)  # accepted for old scripts: every model is re-checked
+    # accepted for old scripts: every model is re-checked now
+    p.add_argument("--recheck", action="store_true", help=argparse.SUPPRESS)
     g = p.add_argument_group("Ray cluster (judge requests batched as Ray tasks)")
     g.add_argument(
         "--ray",
