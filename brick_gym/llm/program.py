@@ -14,6 +14,7 @@ model file.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 from dataclasses import dataclass, field
@@ -324,10 +325,15 @@ def build_model(
 ) -> tuple[Builder | None, BuildResult, list[str]]:
     """Rebuild a ``build.py`` in the sandbox and load its model under ``rules``: (the model, or None when the build
     failed; the build result; the lines of the exported model that could not become pieces)."""
+    from brick_gym.core.ldraw import LDrawError
+
     built = rebuild(code, limits)
     if not built.ok or built.mpd is None:
         return None, built, []
-    loaded, structure = loads(built.mpd, "build.mpd", rules, strict=False)
+    try:  # bounded by the setting's part limit before any part is placed
+        loaded, structure = loads(built.mpd, "build.mpd", rules, strict=False)
+    except LDrawError as exc:
+        return None, dataclasses.replace(built, ok=False, message=f"build.py's model cannot be used: {exc}"), []
     loaded.assembly.strict = strict
     loaded.assembly.name = name
     return Builder(assembly=loaded.assembly, structure=structure), built, [p.message for p in loaded.problems]
