@@ -17,6 +17,7 @@ A model is a ``.mpd``/``.ldr`` file, a ``build.py`` (rebuilt in the sandbox, nev
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -60,8 +61,9 @@ class ProjectScore:
     vqa: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (what ``projects score --json`` prints)."""
-        return asdict(self)
+        """A JSON-ready dict (what ``projects score --json`` prints): strict JSON, a number that is not finite (from
+        a transcript's ``1e400``, say) is null."""
+        return _finite(asdict(self))
 
     def summary(self) -> str:
         """A few lines for people."""
@@ -89,6 +91,17 @@ class ProjectScore:
         return "\n".join(lines)
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def effort_of(transcript: str | os.PathLike[str]) -> dict[str, Any]:
     """Turns, tool calls and errors, builds run, minutes, tokens, cost and stop reason of an episode transcript."""
     from brick_gym.llm.adapter import read_transcript, summarise_transcript
@@ -96,7 +109,8 @@ def effort_of(transcript: str | os.PathLike[str]) -> dict[str, Any]:
     records = read_transcript(transcript)
     summary = summarise_transcript(records)
     builds = sum(1 for r in records if r["type"] == "tool_result" and r.get("name") in ("run_python", "write_build"))
-    seconds = max((float(r.get("t") or 0.0) for r in records if isinstance(r.get("t"), int | float)), default=0.0)
+    times = (float(r["t"]) for r in records if isinstance(r.get("t"), int | float) and not isinstance(r["t"], bool))
+    seconds = max((t for t in times if math.isfinite(t)), default=0.0)
     return {**summary, "builds": builds, "minutes": round(seconds / 60.0, 3)}
 
 
