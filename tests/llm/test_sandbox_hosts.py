@@ -92,6 +92,9 @@ def test_no_namespaces_no_mounts_and_no_writable_unsized_file_system(host_user: 
         "print('unshare-user:', call('unshare', 0x10000000))\n"
         "print('unshare-mount:', call('unshare', 0x00020000))\n"
         "print('mount:', call('mount', b'none', b'/scratch', b'tmpfs', 0, None))\n"
+        "for name, args in (('memfd_create', (b'x', 0)), ('shmget', (0, 1 << 30, 0o1600))):\n"
+        "    rc = getattr(libc, name)(*args)\n"
+        "    print(name + ':', 'made' if rc >= 0 else os.strerror(ctypes.get_errno()))\n"
         "for folder in ('/', '/dev', '/dev/shm', '/tmp', '/opt', '/proc/self'):\n"
         "    try:\n"
         "        open(os.path.join(folder, 'grow'), 'wb').write(b'x')\n"
@@ -101,7 +104,7 @@ def test_no_namespaces_no_mounts_and_no_writable_unsized_file_system(host_user: 
         "raise SystemExit(1)"
     )
     text = _run(host_user, program)["text"]
-    for call in ("unshare-user", "unshare-mount", "mount"):
+    for call in ("unshare-user", "unshare-mount", "mount", "memfd_create", "shmget"):
         assert f"{call}: Operation not permitted" in text, text
     assert "ok" not in text.replace("write /scratch ok", ""), text
 
@@ -143,8 +146,9 @@ def test_sigterm_mid_program_leaves_nothing_behind(host_user: HostUser) -> None:
             time.sleep(0.1)
         assert _sandboxes(marker), "the sandbox did not start"
         time.sleep(1.0)
+        assert proc.poll() is None, "the program ended before it could be stopped"
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        assert proc.wait(timeout=30) == -signal.SIGTERM
     finally:
         if proc.poll() is None:
             proc.kill()
