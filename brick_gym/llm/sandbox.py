@@ -10,6 +10,9 @@ in new PID, network, IPC, UTS and mount namespaces (and a user namespace when th
   the sandbox can see as its PID 1): bubblewrap is started with a fixed minimal environment.
 * **What it may not do**: create namespaces, mount, trace, use the keyring, bpf, io_uring or memory outside the
   file system (:mod:`brick_gym.llm.seccomp`; plus ``--disable-userns`` under a user namespace).
+* **Memory**: where the host delegates a cgroup v2 memory controller, the whole sandbox runs in a cgroup of its own
+  with ``memory.max`` (:mod:`brick_gym.llm.cgroup`); elsewhere the address-space limit, the sized scratch folder and
+  the seccomp filter bound it.
 * **Limits**: the trusted runner inside (:mod:`brick_gym.llm.program_runner`) drops root if it has it, then sets
   hard limits on itself before any untrusted code runs (CPU seconds, address space, file size, open files, no new
   processes or threads); the parent kills the whole sandbox past its wall-clock limit, reads at most
@@ -37,6 +40,7 @@ from functools import cache
 from pathlib import Path
 from typing import IO
 
+from brick_gym.llm.cgroup import memory_cgroup
 from brick_gym.llm.seccomp import SeccompUnsupported, filter_program
 
 __all__ = [
@@ -71,6 +75,9 @@ GRACE_SECONDS = 5.0
 """How long past its own wall-clock alarm the parent waits before killing the sandbox."""
 HOST_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 """bubblewrap's own environment: nothing of the caller's (API keys included) reaches any process in the sandbox."""
+CGROUP_SLACK_BYTES = 256 * 1024**2
+"""What the sandbox's cgroup allows beyond the address-space limit and the scratch folder: bubblewrap, page tables
+and the interpreter's own pages (where a delegated cgroup v2 memory controller exists, :mod:`brick_gym.llm.cgroup`)."""
 LOG_BYTES = 64 * 1024
 """The tail of the sandbox's log (its stderr) that is kept."""
 
@@ -119,6 +126,8 @@ class SandboxRun:
     """CPU time the sandbox's processes used."""
     overflow: bool = False
     """True when the result was longer than ``result_bytes`` (``result`` is then empty)."""
+    oom: bool = False
+    """True when the kernel killed it at its cgroup memory limit (hosts with a delegated cgroup v2 only)."""
 
     @property
     def signal(self) -> int | None:
@@ -136,6 +145,8 @@ class SandboxRun:
             return f"its result was longer than the {limits.result_bytes:,} bytes the host reads"
         if self.returncode == 0 and self.result:
             return None
+        if self.oom:
+            return f"it was killed at its memory limit ({limits.memory_bytes:,} bytes)"
         sig = self.signal
         if sig in (signal.SIGKILL, signal.SIGXCPU) and self.cpu_seconds >= limits.cpu_seconds:
             return f"it was killed at its CPU time limit ({limits.cpu_seconds:g} s; it used {self.cpu_seconds:.1f} s)"
@@ -296,6 +307,7 @@ def run_sandboxed(module: str, payload: bytes, limits: SandboxLimits) -> Sandbox
     if problem is not None:
         raise SandboxUnavailable(problem)
     fd = _seccomp_pipe()
+    group = memory_cgroup(limits.memory_bytes + limits.scratch_bytes + CGROUP_SLACK_BYTES)
     try:
         cmd = [*_command(limits, fd), sys.executable, "-s", "-B", "-m", module]
         t0 = time.perf_counter()
@@ -307,7 +319,12 @@ def run_sandboxed(module: str, payload: bytes, limits: SandboxLimits) -> Sandbox
             env=HOST_ENV,
             pass_fds=(fd,),
             start_new_session=True,
+            preexec_fn=group.join if group is not None else None,
         )
+    except BaseException:
+        if group is not None:
+            group.remove()
+        raise
     finally:
         os.close(fd)
     result, log = _Drain(proc.stdout, limits.result_bytes), _Drain(proc.stderr, LOG_BYTES, tail=True)
@@ -319,12 +336,16 @@ def run_sandboxed(module: str, payload: bytes, limits: SandboxLimits) -> Sandbox
     except BaseException:  # SIGINT (or a handler's exception) in the parent: the sandbox ends with it
         _kill(proc)
         raise
+    finally:
+        oom = group is not None and group.oom_killed()
+        if group is not None:
+            group.remove()
     for thread in (feeder, result, log):
         thread.join(timeout=5)
     seconds = time.perf_counter() - t0
     data = b"" if result.overflow else bytes(result.data)
     text = bytes(log.data).decode("utf-8", "replace")[-4000:]
-    return SandboxRun(status, data, text, killed, seconds, cpu, result.overflow)
+    return SandboxRun(status, data, text, killed, seconds, cpu, result.overflow, oom)
 
 
 def _feed(stream: IO[bytes] | None, payload: bytes) -> None:
