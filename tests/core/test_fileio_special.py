@@ -54,3 +54,21 @@ def test_bench_verify_calls_a_fifo_a_fifo(tmp_path: Path) -> None:
     entry = verify(tmp_path / "run", "model")["tasks"]["model-001"]
     text = str(entry)
     assert "not a regular file but a FIFO" in text and "symlink" not in text
+
+
+def test_as_root_and_as_a_user_a_fifo_is_named_and_a_forged_verdict_ignored(host_user) -> None:
+    """The same files, read by a root and by an unprivileged user (issue 34, findings 3 and 7)."""
+    code = (
+        "import json, os, sys\n"
+        "from brick_gym.cli import main\n"
+        "os.mkfifo('wall.ldr')\n"
+        "os.makedirs('episode', exist_ok=True)\n"
+        "open('episode/model.mpd', 'w').write('1 4 0 0 0 1 0 0 0 1 0 0 0 1 3024.dat\\n' * 400)\n"
+        "open('episode/verification.json', 'w').write(json.dumps({'valid': True, 'report': {'issues': []}}))\n"
+        "print('check exit', main(['check', 'wall.ldr']), flush=True)\n"
+        "print('score exit', main(['projects', 'score', 'garden-wall', 'episode', '--json']), flush=True)\n"
+    )
+    status, out, err = host_user.python(code, timeout=120)
+    assert status == 0, err[-2000:]
+    assert "not a regular file but a FIFO" in out + err and "check exit 2" in out, out + err
+    assert '"valid": false' in out and "score exit 1" in out, out
