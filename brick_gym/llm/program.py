@@ -164,7 +164,15 @@ def replay(assembly: Assembly, ops: Any) -> str | None:
     return None
 
 
+MAX_RESULT_CONTAINERS = 8 * MAX_OPERATIONS + 50_000
+"""Most objects and lists a sandbox result may hold (each operation needs at most four; printed output, refusals
+and the structure fit in the rest): counted on the bytes before parsing, as each costs the parser ~100 bytes."""
+
+
 def _parse(raw: bytes) -> dict[str, Any]:
+    containers = raw.count(b"{") + raw.count(b"[")
+    if containers > MAX_RESULT_CONTAINERS:
+        raise _BadResult(f"the sandbox's result holds {containers:,} objects or lists, more than a result needs")
     try:
         data = parse_json(raw, "the sandbox's result")
     except JSONInputError:  # bounded: a forged result nested 100k deep is refused like a malformed one
