@@ -195,3 +195,95 @@ def start_ray_cluster():
             cluster.shutdown()
 
     return start
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running code as root and as an unprivileged user (the sandbox takes different paths for each)
+# ---------------------------------------------------------------------------------------------------------------
+
+TEST_USER = "brickgym-test"
+"""The unprivileged user the ``as_user`` tests run as (created by the fixture when the tests run as root)."""
+SECRET = "sk-brickgym-canary-0123456789"
+"""A fake API key put in the environment of every ``HostUser.python`` run: it must never reach a sandbox."""
+
+
+class HostUser:
+    """Runs a Python snippet in a fresh interpreter as one kind of user: ``root`` (the tests' own user, when it is
+    root) or ``user`` (an unprivileged account, through ``setpriv``), with this checkout's brick_gym importable."""
+
+    def __init__(self, kind: str, home: Path, prefix: list[str], python: str) -> None:
+        self.kind, self.home, self.prefix, self.interpreter = kind, home, prefix, python
+
+    def popen(self, code: str, **env: str) -> Any:
+        import subprocess
+        import sys
+
+        root = str(Path(__file__).resolve().parents[1])
+        sites = [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
+        environ = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(self.home),
+            "TMPDIR": str(self.home),
+            "PYTHONPATH": os.pathsep.join([root, *sites]),
+            "OPENAI_API_KEY": SECRET,
+            "ANTHROPIC_API_KEY": SECRET,
+            **env,
+        }
+        cmd = [*self.prefix, self.interpreter, "-c", code]
+        return subprocess.Popen(cmd, env=environ, cwd=self.home, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def python(self, code: str, timeout: float = 120, **env: str) -> tuple[int, str, str]:
+        """(exit status, stdout, stderr) of ``python -c code`` run as this user."""
+        proc = self.popen(code, **env)
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def _unprivileged(home: Path) -> tuple[list[str], str]:
+    """(command prefix that runs as the test user, an interpreter that user can run); creates the user."""
+    import pwd
+    import subprocess
+    import sys
+
+    try:
+        pwd.getpwnam(TEST_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", TEST_USER],
+            check=True,
+            capture_output=True,
+        )
+    entry = pwd.getpwnam(TEST_USER)
+    os.chown(home, entry.pw_uid, entry.pw_gid)
+    prefix = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups", "--"]
+    # the virtualenv's interpreter may live where the user cannot go (/root): then the system's, same version
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for python in (sys.executable, f"/usr/local/bin/{version}", f"/usr/bin/{version}"):
+        probe = subprocess.run([*prefix, "sh", "-c", 'exec "$0" -c pass', python], capture_output=True)
+        if probe.returncode == 0:
+            return prefix, python
+    pytest.fail(f"no {version} interpreter that user {TEST_USER} can run (tried {sys.executable})")
+
+
+@pytest.fixture(scope="session", params=["root", "user"])
+def host_user(request: pytest.FixtureRequest) -> Iterator[HostUser]:
+    """Each test that takes it runs twice: as root and as an unprivileged user. As non-root (CI without root) the
+    root run is skipped, and the user run is the tests' own user. Its home (also its TMPDIR) is a fresh folder
+    under the system's temporary folder (pytest's own is closed to other users)."""
+    import shutil
+    import sys
+    import tempfile
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap (bwrap) is not installed: the sandbox cannot run on this host")
+    if request.param == "root" and os.geteuid() != 0:
+        pytest.skip("the tests do not run as root here: the root path is covered where they do")
+    home = Path(tempfile.mkdtemp(prefix=f"brickgym-home-{request.param}-", dir="/tmp"))
+    home.chmod(0o755)
+    try:
+        if request.param == "root" or os.geteuid() != 0:
+            yield HostUser(request.param, home, [], sys.executable)
+        else:
+            yield HostUser("user", home, *_unprivileged(home))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

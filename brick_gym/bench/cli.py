@@ -202,7 +202,6 @@ def _score(args: argparse.Namespace, judge: Any, core: list[str] | None) -> Any:
         cache=args.cache,
         inventory=args.inventory,
         image_size=args.image_size,
-        recheck=args.recheck,
     )
 
 
@@ -471,7 +470,8 @@ def _add_subcommands(sub: Any) -> None:
     p.add_argument(
         "--image-size", type=whole(8, 4096), default=1024, help="view and tile size in pixels (default 1024)"
     )
-    p.add_argument("--recheck", action="store_true", help="re-check every model instead of reading verification.json")
+    # accepted for old scripts: every model is re-checked now
+    p.add_argument("--recheck", action="store_true", help=argparse.SUPPRESS)
     g = p.add_argument_group("Ray cluster (judge requests batched as Ray tasks)")
     g.add_argument(
         "--ray",

@@ -38,11 +38,13 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import re
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,16 +211,60 @@ def _hash_files(folder: Path) -> dict[str, str]:
     return out
 
 
+_MARKER_COUNTS = ("pieces", "turns", "tool_calls")
+_MARKER_NUMBERS = ("cost_usd", "seconds", "wall_seconds")
+_MARKER_BOUND = 1e12
+"""Largest count or number a marker may hold (far above any episode's): a larger one is damage, not data."""
+
+
+def _bounded(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and abs(value) <= _MARKER_BOUND
+
+
+def _marker_problem(data: Any, task_id: str) -> str | None:
+    """Why ``data`` is not a complete marker for ``task_id`` (None when it is)."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if data.get("task_id") != task_id:
+        return f"its task_id is {str(data.get('task_id'))[:80]!r}, not {task_id!r}"
+    files = data.get("files")
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        return "'files' is not an object of file hashes"
+    if not isinstance(data.get("valid"), bool):
+        return f"'valid' is {str(data.get('valid'))[:80]!r}, not true or false"
+    for key in _MARKER_COUNTS:
+        value = data.get(key)
+        if value is not None and (type(value) is not int or not 0 <= value <= _MARKER_BOUND):
+            return f"{key!r} is not a count"
+    for key in _MARKER_NUMBERS:
+        value = data.get(key)
+        if value is not None and not (_bounded(value) and math.isfinite(value)):
+            return f"{key!r} is not a finite number"
+    tokens = data.get("tokens")
+    if tokens is not None and not (isinstance(tokens, dict) and all(_bounded(v) for v in tokens.values())):
+        return "'tokens' is not an object of counts"
+    return None
+
+
 def read_marker(task_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The task folder's ``done.json`` when it is a complete marker for that task, else None."""
+    """The task folder's ``done.json`` when it is a complete marker for that task, else None. A marker that is
+    there but damaged (unreadable, wrong shape, a 400-digit number, ``"valid": "yes"``) is None too, with a
+    warning naming the file: the task is run again, the run goes on."""
     folder = Path(task_dir)
     if folder.is_symlink():
         return None  # never trust (or read through) a link
-    try:
-        data = read_json(folder / DONE_FILE, max_bytes=16 * 1024 * 1024)
-    except (OSError, JSONInputError):
+    path = folder / DONE_FILE
+    if not os.path.lexists(path):
         return None
-    if not isinstance(data, dict) or data.get("task_id") != folder.name or not isinstance(data.get("files"), dict):
+    try:
+        data = read_json(path, max_bytes=16 * 1024 * 1024)
+        problem = _marker_problem(data, folder.name)
+    except JSONInputError as exc:
+        problem = str(exc)
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    if problem is not None:
+        warnings.warn(f"{path}: damaged completion marker ({problem}); the task is run again", stacklevel=2)
         return None
     return data
 

@@ -6,9 +6,9 @@ runner writes them; any tool's folder of ``<task-id>/model.mpd`` works), the tas
 How each case scores (per system, over every task of the task file):
 
 * **missing** (no ``model.mpd``) and **invalid** (the BrickBench check fails) tasks score 0 VQA, count in the
-  denominator of every mean, and are listed by name. Validity comes from the task's ``verification.json`` when
-  it holds a boolean ``valid`` (what the runner wrote); otherwise the model is checked here, exactly as
-  ``brick-gym check`` would (``recheck=True`` checks every model).
+  denominator of every mean, and are listed by name. Validity is computed: every model is checked here, exactly
+  as ``brick-gym check`` would; a folder's ``verification.json`` is never believed (a forged one cannot raise a
+  score).
 * **VQA**: one request per valid assembly (its 8 views, then the question prompt). A reply that does not parse
   (some answer line missing) is asked again up to :data:`RETRIES` times; still unparsed, the task scores 0 and
   is listed under ``unparsed``. Views come from the run's ``views/`` when all 8 are there at ``image_size``
@@ -279,7 +279,6 @@ class _Scorer:
         judge: Any,
         out: Path,
         image_size: int,
-        recheck: bool,
     ) -> None:
         self.systems = systems
         self.dirs = dict(zip(systems, run_dirs, strict=True))
@@ -288,7 +287,6 @@ class _Scorer:
         self.judge = judge
         self.out = out
         self.image_size = image_size
-        self.recheck = recheck
         self.notes: list[str] = []
         """What went wrong with views on the way (files named), for the leaderboard's notes."""
         self._rules: Any = None
@@ -310,11 +308,7 @@ class _Scorer:
             return _Entry("missing", model)
         done = _read_json(folder / "done.json") or {}
         verification = _read_json(folder / "verification.json") or {}
-        report: dict[str, Any] | None = None
-        if not self.recheck and isinstance(verification.get("valid"), bool):
-            report, source = verification, "verification.json"
-        else:
-            report, source = check_model_file(model, self.rules()), "checked"
+        report, source = check_model_file(model, self.rules()), "checked"
         pieces = _first_int(report.get("pieces"), (report.get("report") or {}).get("pieces"), done.get("pieces"))
         episode = verification.get("episode") or {}
         cost = next(
@@ -384,7 +378,6 @@ def score(
     inventory: str | os.PathLike[str] | None = None,
     names: Sequence[str] | None = None,
     image_size: int = 1024,
-    recheck: bool = False,
     seed: int = 0,
 ) -> Leaderboard:
     """Score one run folder per system on ``tasks`` (a task-file path, or parsed tasks) with ``judge``.
@@ -429,7 +422,7 @@ def score(
     out_dir.mkdir(parents=True, exist_ok=True)
     if cache is not None and not isinstance(judge, CachedJudge):
         judge = CachedJudge(judge, cache)
-    scorer = _Scorer(systems, dirs, setting, inventory, judge, out_dir, image_size, recheck)
+    scorer = _Scorer(systems, dirs, setting, inventory, judge, out_dir, image_size)
 
     n = len(task_list)
     scores = {s: SystemScore(s, str(d), n) for s, d in zip(systems, dirs, strict=True)}

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from brick_gym.io.files import atomic_write_json
+from brick_gym.io.files import atomic_write_json, file_kind
 from brick_gym.io.paths import UnsafePath, safe_join
 
 __all__ = [
@@ -393,7 +393,11 @@ def _task_report(root: Path, task_dir: Path, rules: Any, stability: bool, prefer
     outside = [p for p in (model, build) if os.path.lexists(p) and not _inside(root, task_dir.name, p.name)]
     if outside or task_dir.is_symlink():
         what = task_dir if task_dir.is_symlink() else outside[0]
-        message = f"{what}: a symlink leading outside {root}; not followed"
+        kind = file_kind(what.lstat().st_mode)
+        if kind == "a symlink":
+            message = f"{what}: a symlink leading outside {root}; not followed"
+        else:
+            message = f"{what}: not a regular file but {kind}; not read"
         return {"path": str(model.relative_to(root)), **_unusable_report(message, rules.setting.name)}
     entry: dict[str, Any] | None = None
     note = None

@@ -422,6 +422,9 @@ class Assembly:
                 refusal = self._check_collision(candidate, explain)
             if refusal is not None:
                 return refusal
+        elif (cap := self.rules.part_cap) is not None and len(self.pieces) >= cap[0]:
+            # unchecked placements (BrickBench's protocol) still stop at the setting's bound: it bounds the check
+            return _refuse("part_limit", f"{cap[1]} parts; already {cap[0]} (placed unchecked, but never past it)")
         engaged_by_construction = authored is None or cx.exclusive(part.connectors[authored[2]])
         if dry_run and engaged_by_construction:
             return Outcome(True, None, f"would place {candidate.describe()}")

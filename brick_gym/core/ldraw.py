@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from brick_gym.core.poses import MAX_COORDINATE_LDU
+from brick_gym.io.files import open_regular
 
 __all__ = [
     "MAX_COORDINATE_LDU",
@@ -442,7 +443,7 @@ def read_ldraw_file(
     """Read an .ldr/.mpd file (UTF-8, falling back to Latin-1) of at most :data:`MAX_FILE_BYTES`; binary content
     raises LDrawError. ``max_parts`` and ``limit_note`` as in :func:`read_ldraw`."""
     label = os.path.basename(os.fspath(path))
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise LDrawError(f"the file is larger than {MAX_FILE_BYTES:,} bytes; too large to be read", label)

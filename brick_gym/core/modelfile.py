@@ -171,13 +171,7 @@ def part_bound(rules: Rules | None) -> tuple[int, str]:
     setting's part limit, else its inventory's total, else the reader's :data:`~brick_gym.core.ldraw.MAX_PARTS`."""
     if rules is None:
         return MAX_PARTS, f"at most {MAX_PARTS:,} are read"
-    s = rules.setting
-    if s.max_parts is not None:
-        return s.max_parts, f"the {s.name} setting allows {s.max_parts:,}"
-    total = rules.inventory.total if rules.inventory is not None else None
-    if total is not None:
-        return total, f"the {s.name} setting allows {total:,} (its inventory's total)"
-    return MAX_PARTS, f"at most {MAX_PARTS:,} are read in the {s.name} setting"
+    return rules.part_cap or (MAX_PARTS, f"at most {MAX_PARTS:,} are read in the {rules.setting.name} setting")
 
 
 def load(path: str | os.PathLike[str], rules: Rules | None = None, *, strict: bool = False) -> LoadedModel:

@@ -130,6 +130,17 @@ class Rules:
     setting: Setting = field(default_factory=lambda: SETTINGS["free"])
     inventory: Inventory | None = None
 
+    @property
+    def part_cap(self) -> tuple[int, str] | None:
+        """The most parts a model may have under these rules and where that comes from, in words: the setting's
+        limit, else the inventory's total; None when neither bounds it (the ``free`` setting)."""
+        if self.setting.max_parts is not None:
+            return self.setting.max_parts, f"the {self.setting.name} setting allows {self.setting.max_parts:,}"
+        total = self.inventory.total if self.inventory is not None else None
+        if total is not None:
+            return total, f"the {self.setting.name} setting allows {total:,} (its inventory's total)"
+        return None
+
     @classmethod
     def for_setting(cls, name: str, inventory: Inventory | str | os.PathLike[str] | None = None) -> Rules:
         """Rules for a named setting; alt-build takes the inventory given, else ``$BRICKAGENT_SET``, else the

@@ -30,6 +30,7 @@ from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import UnknownPart, catalog
 from brick_gym.core.ldraw import (
     INHERIT_COLOURS,
+    MAX_PARTS,
     LDrawModel,
     part_stem,
     read_ldraw,
@@ -37,7 +38,7 @@ from brick_gym.core.ldraw import (
     subfile_key,
     write_mpd_files,
 )
-from brick_gym.core.modelfile import LoadedModel, connect_lines, from_model, to_ldraw
+from brick_gym.core.modelfile import LoadedModel, connect_lines, from_model, part_bound, to_ldraw
 from brick_gym.core.pieces import ConnectorRef, Outcome, Placement
 from brick_gym.core.poses import is_rotation
 from brick_gym.core.queries import BadSelection, select
@@ -575,10 +576,13 @@ def save(assembly: Assembly, structure: Structure | None, path: str | os.PathLik
     return atomic_write_text(p, to_mpd(assembly, structure, p.stem))
 
 
-def read_mpd(text: str, name: str = "model.mpd") -> tuple[LDrawModel, list[tuple[Submodel, np.ndarray, range]]]:
+def read_mpd(
+    text: str, name: str = "model.mpd", *, max_parts: int = MAX_PARTS, limit_note: str | None = None
+) -> tuple[LDrawModel, list[tuple[Submodel, np.ndarray, range]]]:
     """Parse LDraw text keeping its submodels: the flattened model and, per submodel reference of the main file,
-    (definition, pose, the range of flattened part indices it covers). Raises LDrawError like read_ldraw."""
-    model = read_ldraw(text, name)
+    (definition, pose, the range of flattened part indices it covers). Raises LDrawError like read_ldraw (and its
+    PartCountExceeded past ``max_parts``, before any part is built)."""
+    model = read_ldraw(text, name, max_parts=max_parts, limit_note=limit_note)
     subfiles = read_subfiles(text, name)
     if len(subfiles) < 2:
         return model, []
@@ -615,8 +619,10 @@ def loads(
     text: str, name: str = "model.mpd", rules: Rules | None = None, *, strict: bool = False
 ) -> tuple[LoadedModel, Structure]:
     """LDraw text into (:class:`~brick_gym.core.modelfile.LoadedModel`, :class:`Structure`): the flattened pieces
-    as ``modelfile.load`` gives them, and the file's submodels with the instances whose parts all loaded."""
-    model, refs = read_mpd(text, name)
+    as ``modelfile.load`` gives them, and the file's submodels with the instances whose parts all loaded. Bounded
+    like ``modelfile.load``: a text expanding past ``rules``' part limit raises PartCountExceeded."""
+    limit, note = part_bound(rules)
+    model, refs = read_mpd(text, name, max_parts=limit, limit_note=note)
     loaded = from_model(model, rules, strict=strict)
     structure = Structure()
     for sub, pose, span in refs:

@@ -7,8 +7,9 @@ brick_gym's tools: each Inspect tool hands its call to the episode's :class:`~br
 (the same session, budgets and budget line as ``brick-gym bench run``, through
 :class:`~brick_gym.llm.adapter.EpisodeTools`), ``run_python`` runs in brick_gym's sandbox, and ``finish`` is the
 agent's submit tool. The system prompt is the adapter's; a turn without tool calls gets the adapter's nudge and
-three in a row end the sample. Inspect validates arguments against the same JSON Schema before the session sees
-them (its message then says what was wrong); everything else the session checks and answers itself.
+three in a row end the sample. Inspect validates arguments against the same JSON Schema first; a call it refuses
+goes to the session all the same, whose bounded message replaces Inspect's and which counts it against the
+tool-call budget, so every call is checked, answered and counted as the adapter does.
 
 Budgets map onto Inspect's limits: ``max_turns`` is the task's ``turn_limit``, ``max_tokens`` its
 ``token_limit``, ``max_seconds`` its ``time_limit`` (the loop also stops cleanly before a request once a budget
@@ -44,6 +45,7 @@ from inspect_ai.dataset import MemoryDataset, Sample  # noqa: E402
 from inspect_ai.log import transcript  # noqa: E402
 from inspect_ai.model import (  # noqa: E402
     ChatMessageSystem,
+    ChatMessageTool,
     ChatMessageUser,
     ContentImage,
     ContentText,
@@ -54,7 +56,7 @@ from inspect_ai.model import (  # noqa: E402
 )
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr  # noqa: E402
 from inspect_ai.solver import Generate, Solver, TaskState, solver  # noqa: E402
-from inspect_ai.tool import ToolDef, ToolParams  # noqa: E402
+from inspect_ai.tool import ToolCallError, ToolDef, ToolParams  # noqa: E402
 from inspect_ai.util import LimitExceededError, sample_limits  # noqa: E402
 
 from brick_gym.endpoints import image_data_url  # noqa: E402
@@ -194,6 +196,7 @@ class _EpisodeLoop:
         """After each turn (finish aside): stop on a spent budget or the third turn without tool calls in a row,
         nudge after a turn without tool calls, else go on."""
         called = bool(state.output.message.tool_calls)
+        self._answer_refused_calls(state)
         if self.episode.budget_spent:
             self.stop = "max_tool_calls"
             return False
@@ -208,6 +211,22 @@ class _EpisodeLoop:
             self.stop = over
             return False
         return True if called else NUDGE
+
+    def _answer_refused_calls(self, state: AgentState) -> None:
+        """Calls Inspect refused against the schema (its message quotes the whole argument: a 1 MB one in full) go
+        to the session instead, as the adapter sends them: the session's own bounded message replaces Inspect's,
+        and the call counts against the tool-call budget."""
+        calls = {c.id: c for c in state.output.message.tool_calls or []}
+        for message in reversed(state.messages):
+            if not isinstance(message, ChatMessageTool):
+                break  # the tool messages of this turn follow its assistant message
+            call = calls.get(message.tool_call_id or "")
+            if message.error is None or message.error.type != "parsing" or call is None:
+                continue
+            arguments = call.arguments if isinstance(call.arguments, dict) else {}
+            result = self.episode.call(call.function, arguments, turns=_used("turn"), tokens=_used("token"))
+            message.error = ToolCallError("parsing", result.text)
+            message.content = result.text
 
     def stop_reason(self, output_stop: str | None) -> str:
         """Why the episode ended: finish, a budget, or the loop's own end (``client_error``, with its reason)."""

@@ -9,9 +9,11 @@ bounded in size and nesting depth, and an object that repeats a key is refused n
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,12 +24,15 @@ __all__ = [
     "JSON_MAX_BYTES",
     "JSON_MAX_DEPTH",
     "JSONInputError",
+    "NotRegularFile",
     "atomic_write_json",
     "atomic_write_jsonl",
     "atomic_write_text",
+    "file_kind",
     "iter_jsonl",
     "json_default",
     "nesting_depth",
+    "open_regular",
     "parse_json",
     "read_json",
     "too_deep",
@@ -150,10 +155,46 @@ def too_deep(value: Any, max_depth: int = JSON_MAX_DEPTH) -> bool:
     return False
 
 
+class NotRegularFile(OSError):
+    """A path that names something other than a regular file (a FIFO, a device, a socket, a folder)."""
+
+
+def file_kind(mode: int) -> str:
+    """What an ``st_mode`` names, in words (``a regular file``, ``a FIFO``, ``a symlink``...)."""
+    for test, kind in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "not a file"
+
+
+def open_regular(path: str | os.PathLike[str]) -> Any:
+    """``path`` opened for binary reading when it is a regular file; else :class:`NotRegularFile` naming what it is.
+    Opened non-blocking first, so that a FIFO (or a device) planted under a model's or record's name never hangs
+    the reader, and checked on the open descriptor (no race between the check and the read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, f"not a regular file but {file_kind(mode)}; not read", os.fspath(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_json(path: str | os.PathLike[str], *, max_bytes: int = JSON_MAX_BYTES, max_depth: int = JSON_MAX_DEPTH) -> Any:
     """:func:`parse_json` of a file, reading at most ``max_bytes + 1`` bytes of it; ``OSError`` when it cannot be
     read at all."""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise JSONInputError(str(path), f"larger than {max_bytes:,} bytes; too large to be read as JSON")
@@ -219,7 +260,7 @@ def iter_jsonl(
 ) -> Iterator[tuple[str, Any]]:
     """``(where, object)`` per non-blank line, ``where`` = ``path:line``, each line read by :func:`parse_json`
     (bounded); a bad line raises ``error`` naming it, and so does a file that is not UTF-8 text."""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         for lineno, raw in enumerate(_bounded_lines(fh, max_line_bytes, f"{path}", error), start=1):
             if not raw.strip():
                 continue

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from brick_gym.io.files import parse_json
+from brick_gym.io.files import open_regular, parse_json
 from brick_gym.judges.requests import JudgeBackend, JudgeReply, JudgeRequest, chunks, request_key
 
 __all__ = ["CachedJudge"]
@@ -96,7 +96,8 @@ class CachedJudge:
     def _load(self) -> None:
         if not self.path.exists():
             return
-        data = self.path.read_bytes()
+        with open_regular(self.path) as fh:  # a FIFO (or a folder) under the cache's name is refused, not waited on
+            data = fh.read()
         lines = data.split(b"\n")
         for lineno, raw in enumerate(lines, start=1):
             if not raw.strip():
@@ -107,7 +108,12 @@ class CachedJudge:
                     raise ValueError("not a cache record")
                 if not isinstance(record["text"], str):
                     raise ValueError("reply text is not a string")
-            except (ValueError, KeyError, UnicodeDecodeError) as exc:  # JSONInputError is a ValueError
+                if not all(isinstance(record.get(k, ""), str) for k in ("backend", "model")):
+                    raise ValueError("backend or model is not a string")
+                if not isinstance(record.get("revision"), str | None):
+                    raise ValueError("revision is not a string")
+                self._reply(record)  # every field the reply is made of converts (p_yes: {int: float}) or it is skipped
+            except (ValueError, KeyError, TypeError, AttributeError, OverflowError, UnicodeDecodeError) as exc:
                 torn = lineno == len(lines)  # the last line without its newline: an interrupted append
                 what = "torn last line (interrupted write?)" if torn else f"unreadable line ({exc})"
                 warnings.warn(f"{self.path}:{lineno}: {what} ignored", RuntimeWarning, stacklevel=3)

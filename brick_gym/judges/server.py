@@ -35,32 +35,75 @@ from brick_gym.judges.backends import (
 )
 from brick_gym.judges.requests import DEFAULT_MAX_NEW_TOKENS, JudgeBackend, JudgeReply, JudgeRequest
 
-__all__ = ["JudgeHTTPServer", "decode_data_url", "request_from_chat", "serve_openai_compatible"]
+__all__ = ["JudgeHTTPServer", "RequestTooLarge", "decode_data_url", "request_from_chat", "serve_openai_compatible"]
 
 logger = logging.getLogger(__name__)
 
-MAX_REQUEST_BYTES = 256 * 1024 * 1024
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
 """Largest request body read (8 base64 PNG views at 1024² are ~20 MB; the pairwise tiles less)."""
+MAX_IMAGES = 16
+"""Most images in one request (a VQA request has 8 views, a pairwise one 2 tiles)."""
+MAX_IMAGE_PIXELS = 4096 * 2048
+"""Most pixels of one image, read from its header before it is decoded (a tile of 4 views at 1024² is 4096 x 1024)."""
+MAX_REQUEST_PIXELS = 4 * MAX_IMAGE_PIXELS
+"""Most pixels of all the images of one request together (8 views at 1024² are a quarter of it)."""
 
 
-def decode_data_url(url: str) -> np.ndarray:
-    """A base64 image data URL (PNG, JPEG, ... anything Pillow reads) as an (H, W, 3) uint8 array."""
-    from PIL import Image
+class RequestTooLarge(ValueError):
+    """A request whose images are too many or too large to decode (answered 413, nothing decoded)."""
 
+
+def _data_url_bytes(url: Any) -> bytes:
+    """The bytes of a base64 image data URL (ValueError when it is not one)."""
     if not isinstance(url, str) or not url.startswith("data:"):
         raise ValueError("only data: image URLs are supported (no remote fetching)")
     header, sep, payload = url.partition(",")
     if not sep or not header.endswith(";base64"):
         raise ValueError("image data URL must be base64-encoded (data:image/...;base64,...)")
     try:
-        raw = base64.b64decode(payload, validate=True)
+        return base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(f"bad base64 in image data URL: {exc}") from exc
+
+
+def _pixels(raw: bytes, what: str) -> int:
+    """Width x height of an encoded image, read from its header only (nothing is decoded)."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(raw)) as img:
+            width, height = img.size
+    except Exception as exc:
+        raise ValueError(f"unreadable image in {what}: {exc}") from exc
+    if width * height > MAX_IMAGE_PIXELS:
+        raise RequestTooLarge(f"{what} is {width} x {height} pixels; at most {MAX_IMAGE_PIXELS:,} are decoded")
+    return width * height
+
+
+def _decode(raw: bytes) -> np.ndarray:
+    from PIL import Image
+
     try:
         with Image.open(io.BytesIO(raw)) as img:
             return np.asarray(img.convert("RGB"), dtype=np.uint8)
     except Exception as exc:
         raise ValueError(f"unreadable image in data URL: {exc}") from exc
+
+
+def decode_data_url(url: str) -> np.ndarray:
+    """A base64 image data URL (PNG, JPEG, ... anything Pillow reads) as an (H, W, 3) uint8 array; an image over
+    :data:`MAX_IMAGE_PIXELS` (by its header) raises :class:`RequestTooLarge` without being decoded."""
+    raw = _data_url_bytes(url)
+    _pixels(raw, "the image")
+    return _decode(raw)
+
+
+def _decode_all(encoded: list[tuple[str, bytes]]) -> list[np.ndarray]:
+    """Every image of a request, decoded only after all their headers fit the bounds (each, and together)."""
+    total = sum(_pixels(raw, where) for where, raw in encoded)
+    if total > MAX_REQUEST_PIXELS:
+        raise RequestTooLarge(f"the images hold {total:,} pixels together; at most {MAX_REQUEST_PIXELS:,} are decoded")
+    return [_decode(raw) for _, raw in encoded]
 
 
 def request_from_chat(body: Mapping[str, Any]) -> JudgeRequest:
@@ -80,7 +123,7 @@ def request_from_chat(body: Mapping[str, Any]) -> JudgeRequest:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise ValueError("'messages' must be a non-empty list")
-    images: list[np.ndarray] = []
+    images: list[tuple[str, bytes]] = []
     texts: list[str] = []
     for m, message in enumerate(messages):
         if not isinstance(message, Mapping):
@@ -102,13 +145,15 @@ def request_from_chat(body: Mapping[str, Any]) -> JudgeRequest:
             elif kind == "image_url":
                 ref = part.get("image_url")
                 url = ref.get("url") if isinstance(ref, Mapping) else ref
-                images.append(decode_data_url(url))
+                images.append((f"messages[{m}].content[{p}]", _data_url_bytes(url)))
+                if len(images) > MAX_IMAGES:
+                    raise RequestTooLarge(f"more than {MAX_IMAGES} images in a request; at most {MAX_IMAGES} are read")
             else:
                 raise ValueError(f"messages[{m}].content[{p}]: unsupported part type {kind!r}")
     max_new = body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_MAX_NEW_TOKENS
     if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
         raise ValueError(f"max_tokens must be a positive integer, got {max_new!r}")
-    return JudgeRequest(tuple(images), "\n".join(texts), max_new)
+    return JudgeRequest(tuple(_decode_all(images)), "\n".join(texts), max_new)
 
 
 class _Batcher:
@@ -247,6 +292,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise ValueError("the request body must be a JSON object")
             request = request_from_chat(body)
+        except RequestTooLarge as exc:
+            self._error(413, str(exc), "invalid_request_error")
+            return
         except (ValueError, UnicodeDecodeError, TypeError) as exc:
             self._error(400, str(exc), "invalid_request_error")
             return

@@ -294,8 +294,9 @@ def _protocol_lines(protocol: str, toolset: str) -> list[str]:
     lines = [""]
     if protocol == "brickbench":
         lines.append(
-            "Protocol brickbench: placements are NOT checked when made (overlaps, stock and the part limit are only "
-            "found by check()); call check() before finish(): the model is checked in full at the end."
+            "Protocol brickbench: placements are NOT checked when made (overlaps and stock are only found by "
+            "check()), but none lands past the setting's part limit; call check() before finish(): the model is "
+            "checked in full at the end."
         )
     else:
         lines.append("Protocol checked: every placement is checked before it lands; a refused one changes nothing.")

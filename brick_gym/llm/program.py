@@ -14,6 +14,7 @@ model file.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 from dataclasses import dataclass, field
@@ -164,7 +165,15 @@ def replay(assembly: Assembly, ops: Any) -> str | None:
     return None
 
 
+MAX_RESULT_CONTAINERS = 8 * MAX_OPERATIONS + 50_000
+"""Most objects and lists a sandbox result may hold (each operation needs at most four; printed output, refusals
+and the structure fit in the rest): counted on the bytes before parsing, as each costs the parser ~100 bytes."""
+
+
 def _parse(raw: bytes) -> dict[str, Any]:
+    containers = raw.count(b"{") + raw.count(b"[")
+    if containers > MAX_RESULT_CONTAINERS:
+        raise _BadResult(f"the sandbox's result holds {containers:,} objects or lists, more than a result needs")
     try:
         data = parse_json(raw, "the sandbox's result")
     except JSONInputError:  # bounded: a forged result nested 100k deep is refused like a malformed one
@@ -233,12 +242,8 @@ def run_program(builder: Builder, code: str, limits: SandboxLimits | None = None
     except SandboxUnavailable as exc:
         return ProgramResult(False, f"REFUSED (sandbox_unavailable): {exc}. Nothing was run.", "sandbox_unavailable")
     unchanged = f"Nothing changed: the model still has {before} piece(s)."
-    if run.killed or (run.returncode != 0 and not run.result):
-        why = (
-            f"it was killed at its time limit ({limits.wall_seconds:g} s wall clock, {limits.cpu_seconds:g} s CPU)"
-            if run.killed or run.returncode in (-9, 137)
-            else f"the sandbox exited with status {run.returncode} before reporting"
-        )
+    why = run.ending(limits)
+    if why is not None:
         text = f"ERROR (program_killed): {why}. {unchanged}"
         return ProgramResult(False, text, "program_killed", seconds=run.seconds)
     try:
@@ -305,8 +310,8 @@ def rebuild(code: str, limits: SandboxLimits | None = None) -> BuildResult:
         run = run_sandboxed(RUNNER, _job("build", code, BUILD_FILE, limits), limits)
     except SandboxUnavailable as exc:
         return BuildResult(False, None, None, None, "", [], 0, f"sandbox unavailable: {exc}")
-    if run.killed or (run.returncode != 0 and not run.result):
-        why = "killed at its time limit" if run.killed or run.returncode in (-9, 137) else f"exit {run.returncode}"
+    why = run.ending(limits)
+    if why is not None:
         return BuildResult(False, None, None, None, "", [], 0, f"build.py did not finish: {why}", run.seconds)
     try:
         data = _parse(run.result)
@@ -329,10 +334,15 @@ def build_model(
 ) -> tuple[Builder | None, BuildResult, list[str]]:
     """Rebuild a ``build.py`` in the sandbox and load its model under ``rules``: (the model, or None when the build
     failed; the build result; the lines of the exported model that could not become pieces)."""
+    from brick_gym.core.ldraw import LDrawError
+
     built = rebuild(code, limits)
     if not built.ok or built.mpd is None:
         return None, built, []
-    loaded, structure = loads(built.mpd, "build.mpd", rules, strict=False)
+    try:  # bounded by the setting's part limit before any part is placed
+        loaded, structure = loads(built.mpd, "build.mpd", rules, strict=False)
+    except LDrawError as exc:
+        return None, dataclasses.replace(built, ok=False, message=f"build.py's model cannot be used: {exc}"), []
     loaded.assembly.strict = strict
     loaded.assembly.name = name
     return Builder(assembly=loaded.assembly, structure=structure), built, [p.message for p in loaded.problems]

@@ -122,6 +122,8 @@ def _limit(limits: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(limits["file_bytes"]),) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+    files = int(limits.get("open_files", 64))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
     def cpu_limit(signum: int, frame: Any) -> None:
         raise LimitReached(f"the program used up its {limits['cpu_seconds']:g} s of CPU time")

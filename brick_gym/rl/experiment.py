@@ -35,12 +35,21 @@ import shutil
 import sys
 import time
 import tomllib
+import warnings
+import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from brick_gym.io.files import atomic_write_json, atomic_write_jsonl, iter_jsonl, json_default, read_json
+from brick_gym.io.files import (
+    atomic_write_json,
+    atomic_write_jsonl,
+    iter_jsonl,
+    json_default,
+    open_regular,
+    read_json,
+)
 from brick_gym.io.locks import RunLocked, run_lock
 from brick_gym.rl.callbacks import RewardTermsCallback, curve_callback, progress_callback
 from brick_gym.rl.config import TrainConfig
@@ -275,10 +284,23 @@ def latest_checkpoint(checkpoints: Path) -> tuple[Path, dict[str, Any]] | None:
             continue
         if state_path.with_suffix(".zip").is_file() and _usable_state(state):
             found.append((state["timesteps"], state_path, state))
-    if not found:
-        return None
-    _, state_path, state = max(found, key=lambda f: f[0])
-    return state_path.with_suffix(".zip"), state
+    for _, state_path, state in sorted(found, key=lambda f: f[0], reverse=True):
+        damage = _zip_damage(state_path.with_suffix(".zip"))
+        if damage is None:
+            return state_path.with_suffix(".zip"), state
+        archive = state_path.with_suffix(".zip")
+        warnings.warn(f"{archive}: damaged checkpoint ({damage}); an earlier one is used", stacklevel=2)
+    return None
+
+
+def _zip_damage(path: Path) -> str | None:
+    """Why a checkpoint archive cannot be loaded (truncated, not a zip, a member failing its CRC), or None."""
+    try:
+        with open_regular(path) as fh, zipfile.ZipFile(fh) as archive:
+            bad = archive.testzip()
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+        return str(exc) or type(exc).__name__
+    return None if bad is None else f"{bad} fails its CRC check"
 
 
 def _resume_point(run_dir: Path) -> _Resume | None:

@@ -87,3 +87,27 @@ def test_a_second_runner_on_one_folder_is_refused_naming_the_holder(tmp_path: Pa
         proc.wait()
     with run_lock(agent):  # the killed holder's lock is free at once
         pass
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda m: {**m, "pieces": 10**400}, "'pieces' is not a count"),
+        (lambda m: {**m, "valid": "yes"}, "'valid' is 'yes', not true or false"),
+        (lambda m: {**m, "cost_usd": 1e400}, "'cost_usd' is not a finite number"),
+        (lambda m: [m], "not a JSON object"),
+    ],
+    ids=["400-digit count", "valid yes", "infinite cost", "a list"],
+)
+def test_a_damaged_marker_is_redone_with_a_warning_naming_it(tmp_path: Path, damage, why: str) -> None:
+    """Issue 34, finding 10: a done.json with a 400-digit number aborted the resume with an OverflowError naming no
+    file, and ``"valid": "yes"`` counted as valid."""
+    first = run(None, "model", "heuristic", tmp_path, limit=1, progress=False)
+    marker_path = tmp_path / "heuristic" / "model-001" / "done.json"
+    assert first.ran == ["model-001"] and marker_path.is_file()
+    text = json.dumps(damage(json.loads(marker_path.read_text())))
+    marker_path.write_text(text.replace("Infinity", "1e400"))
+    with pytest.warns(UserWarning, match=rf"{marker_path}: damaged completion marker \(.*{why}"):
+        again = run(None, "model", "heuristic", tmp_path, limit=1, progress=False)
+    assert again.ran == ["model-001"] and not again.skipped  # redone, not trusted
+    json.dumps(again.to_json(), allow_nan=False)

@@ -182,3 +182,21 @@ def test_views_go_into_the_store_and_an_info_event(tmp_path: Path, inspect_model
     (info,) = [e for e in sample.events if e.event == "info" and e.source == "brick_gym"]
     text = sample.attachments[info.data.removeprefix("attachment://")]  # the log keeps big content as attachments
     assert "delivered 1 piece(s), valid" in text and f"![views]({sheet})" in text
+
+
+def test_a_schema_invalid_argument_is_answered_by_the_session_and_counted(tmp_path: Path, inspect_model) -> None:
+    """Issue 34, finding 11: Inspect's own schema message quoted a 1 MB argument back in full, and the call did not
+    count against the tool-call budget."""
+    huge = ["x" * 1_000_000]  # a list where a colour name is expected
+    script = [
+        [("add_part", {"part": "3958", "colour": huge})],
+        [("add_part", {"part": "3958", "colour": "green"})],
+        [("attach_part", {"part": "3001", "colour": "red", "to": "0.stud[0]"})],
+    ]
+    task = brickbench(setting="model", render=False, max_tool_calls=2)
+    (sample,) = run_eval(task, inspect_model(script), tmp_path, limit=1).samples
+    tool_texts = [m.text + (m.error.message if m.error else "") for m in sample.messages if m.role == "tool"]
+    assert max(len(t) for t in tool_texts) < 20_000, [len(t) for t in tool_texts]
+    assert "colour" in tool_texts[0] and "xxxxxxxxxx" * 1000 not in tool_texts[0]
+    episode = sample.store[VERIFICATION_KEY]["episode"]
+    assert episode["stop_reason"] == "max_tool_calls" and episode["tool_calls"] == 2 and episode["pieces"] == 1

@@ -97,3 +97,28 @@ def test_cache_refresh_and_duplicates(tmp_path: Path, views: Views, questions: Q
         warnings.simplefilter("error")
         reloaded = CachedJudge(ScriptedJudge([]), path)  # the later line wins
     assert reloaded.get(req).text.startswith("1: yes")
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"text": "yes", "p_yes": {"one": "half"}},
+        {"text": "yes", "p_yes": [1, 2]},
+        {"text": "yes", "p_yes": {"1": 10**400}},
+        {"text": "yes", "backend": ["not", "a", "name"]},
+    ],
+    ids=["p_yes words", "p_yes list", "p_yes huge", "backend list"],
+)
+def test_a_wrong_shaped_record_is_skipped_naming_its_line(
+    tmp_path: Path, views: Views, echo: Callable[[JudgeRequest], str], record: dict
+) -> None:
+    """Issue 34, finding 10: a wrong-shaped cache record aborted ``bench score`` when its reply was used."""
+    path = tmp_path / "cache.jsonl"
+    req = JudgeRequest(views(2, n=1), "q")
+    CachedJudge(ScriptedJudge(echo), path).judge([req])
+    good = json.loads(path.read_text())
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, **record}) + "\n")
+    inner = ScriptedJudge(echo)
+    with pytest.warns(RuntimeWarning, match=rf"{path}:2: unreadable line"):
+        cache = CachedJudge(inner, path)
+    assert [r.text for r in cache.judge([req])] == [echo(req)] and inner.requests == []  # line 1 answers it

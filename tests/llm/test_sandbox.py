@@ -92,7 +92,7 @@ def test_endless_programs_are_stopped_at_their_limits(model: Builder) -> None:
         "while True:\n"
         "    pass"
     )
-    _refused(model, stubborn, "program_killed", "killed at its time limit")
+    _refused(model, stubborn, "program_killed", "killed at its CPU time limit (3 s")
 
 
 def test_output_and_files_are_bounded(model: Builder) -> None:

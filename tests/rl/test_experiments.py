@@ -389,7 +389,7 @@ def test_the_resume_point_is_the_latest_checkpoint_with_a_usable_state(tmp_path:
     folder = tmp_path / "train" / "checkpoints"
     folder.mkdir(parents=True)
     for steps, state in ((64, _state(64)), (128, _state(128)), (192, {**_state(192), "wall_seconds": "soon"})):
-        (folder / f"rl_model_{steps}_steps.zip").write_bytes(b"zip")
+        _checkpoint_zip(folder / f"rl_model_{steps}_steps.zip")
         (folder / f"rl_model_{steps}_steps.json").write_text(json.dumps(state))
     (folder / "rl_model_256_steps.zip").write_bytes(b"cut short")  # no state: its save did not finish
     episodes = [{"timesteps": t} for t in (30, 100, 128, 150)]
@@ -408,6 +408,30 @@ def test_the_resume_point_is_the_latest_checkpoint_with_a_usable_state(tmp_path:
         "rl_model_128_steps.json", "rl_model_128_steps.zip", "rl_model_64_steps.json", "rl_model_64_steps.zip"
     ]  # fmt: skip
     assert _resume_point(tmp_path / "elsewhere") is None
+
+
+def _checkpoint_zip(path: Path) -> None:
+    """A small intact archive standing in for a saved model."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("policy.pth", bytes(range(256)) * 64)
+
+
+def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path: Path) -> None:
+    """Issue 34, finding 10: a truncated checkpoint archive blocked every resume."""
+    from brick_gym.rl.experiment import _resume_point
+
+    folder = tmp_path / "train" / "checkpoints"
+    folder.mkdir(parents=True)
+    for steps in (64, 128):
+        _checkpoint_zip(folder / f"rl_model_{steps}_steps.zip")
+        (folder / f"rl_model_{steps}_steps.json").write_text(json.dumps(_state(steps)))
+    latest = folder / "rl_model_128_steps.zip"
+    latest.write_bytes(latest.read_bytes()[:-200])  # truncated: its central directory is gone
+    with pytest.warns(UserWarning, match=r"rl_model_128_steps\.zip: damaged checkpoint"):
+        resume = _resume_point(tmp_path)
+    assert resume is not None and resume.timesteps == 64 and resume.checkpoint.name == "rl_model_64_steps.zip"
 
 
 _JSON = st.recursive(
@@ -438,7 +462,7 @@ def test_an_unfinished_run_is_carried_with_the_checkpoint_it_would_resume_from(t
     ck = out / "runs" / "ppo" / "seed-0" / "train" / "checkpoints"
     ck.mkdir(parents=True)
     for steps in (50_000, 100_000, 150_000):
-        (ck / f"rl_model_{steps}_steps.zip").write_bytes(b"zip")
+        _checkpoint_zip(ck / f"rl_model_{steps}_steps.zip")
         state = _state(steps) if steps < 150_000 else {**_state(steps), "episodes": -1}  # damaged
         (ck / f"rl_model_{steps}_steps.json").write_text(json.dumps(state))
     (ck / "rl_model_200000_steps.zip").write_bytes(b"cut short")  # no state: not complete

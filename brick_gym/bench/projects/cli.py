@@ -104,7 +104,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except ImportError as exc:
         return _fail(f"judge {args.judge!r} needs an optional dependency: {exc}")
-    print(json.dumps(score.to_json(), indent=2) if args.json else score.summary())
+    print(json.dumps(score.to_json(), indent=2, allow_nan=False) if args.json else score.summary())
     perfect = score.shape in (None, 1.0) and score.colour in (None, 1.0)
     return 0 if score.valid and perfect else 1
 

@@ -17,6 +17,7 @@ A model is a ``.mpd``/``.ldr`` file, a ``build.py`` (rebuilt in the sandbox, nev
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -25,7 +26,6 @@ from typing import Any
 
 from brick_gym.bench.projects.suite import Project
 from brick_gym.core.assembly import Assembly
-from brick_gym.io.files import read_json
 
 __all__ = [
     "ModelUnusable",
@@ -61,8 +61,9 @@ class ProjectScore:
     vqa: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (what ``projects score --json`` prints)."""
-        return asdict(self)
+        """A JSON-ready dict (what ``projects score --json`` prints): strict JSON, a number that is not finite (from
+        a transcript's ``1e400``, say) is null."""
+        return _finite(asdict(self))
 
     def summary(self) -> str:
         """A few lines for people."""
@@ -90,6 +91,17 @@ class ProjectScore:
         return "\n".join(lines)
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def effort_of(transcript: str | os.PathLike[str]) -> dict[str, Any]:
     """Turns, tool calls and errors, builds run, minutes, tokens, cost and stop reason of an episode transcript."""
     from brick_gym.llm.adapter import read_transcript, summarise_transcript
@@ -97,7 +109,8 @@ def effort_of(transcript: str | os.PathLike[str]) -> dict[str, Any]:
     records = read_transcript(transcript)
     summary = summarise_transcript(records)
     builds = sum(1 for r in records if r["type"] == "tool_result" and r.get("name") in ("run_python", "write_build"))
-    seconds = max((float(r.get("t") or 0.0) for r in records if isinstance(r.get("t"), int | float)), default=0.0)
+    times = (float(r["t"]) for r in records if isinstance(r.get("t"), int | float) and not isinstance(r["t"], bool))
+    seconds = max((t for t in times if math.isfinite(t)), default=0.0)
     return {**summary, "builds": builds, "minutes": round(seconds / 60.0, 3)}
 
 
@@ -160,21 +173,17 @@ def score_assembly(
     judge: Any = None,
     stability: bool = True,
     image_size: int = 512,
-    verdict: tuple[bool, list[dict[str, Any]]] | None = None,
 ) -> ProjectScore:
     """Score an assembly against ``project`` (see the module docstring), checked under its own rules (load it under
     the project's setting); ``problems`` are lines of its file that could not become pieces (they make it invalid,
-    as ``brick-gym check`` does). ``verdict`` (valid, issues) is a check already made (an episode's
-    ``verification.json``), taken instead of checking again."""
+    as ``brick-gym check`` does). The verdict is always computed here, never taken from a file."""
     from brick_gym.core.references import reference_voxels
     from brick_gym.core.validity import check
     from brick_gym.core.voxels import fidelity, voxelize
 
     notes = list(problems or [])
     asm = assembly
-    if verdict is None:
-        report = check(asm, stability=stability)
-        verdict = (bool(report.valid), [i.to_json() for i in report.issues])
+    report = check(asm, stability=stability)
     shape = colour = colour_max = None
     rotation: int | None = None
     shift: list[int] | None = None
@@ -184,7 +193,7 @@ def score_assembly(
         result = fidelity(voxelize(pieces), reference_voxels(project.id))
         shape, colour, colour_max = result.shape_iou, result.colour_iou, result.colour_iou_max
         rotation, shift = result.rotation, list(result.shift)
-    valid, errors = verdict
+    valid, errors = bool(report.valid), [i.to_json() for i in report.issues]
     score = ProjectScore(
         project=project.id,
         model=name,
@@ -259,22 +268,14 @@ def score_episode(
     stability: bool = True,
     image_size: int = 512,
 ) -> ProjectScore:
-    """Score an episode folder: its delivered ``model.mpd`` (the rebuilt ``build.py`` when one was delivered), the
-    verdict of its ``verification.json`` when that is readable (else the model is checked), the effort of its
-    ``transcript.jsonl``."""
+    """Score an episode folder: its delivered ``model.mpd`` (the rebuilt ``build.py`` when one was delivered),
+    checked here (a folder's ``verification.json`` is never believed: a forged one cannot raise a score), and the
+    effort of its ``transcript.jsonl``."""
 
     from brick_gym.core.rules import Rules
 
     folder = Path(folder)
     assembly, notes, name = load_candidate(folder / "model.mpd", Rules.for_setting(project.setting))
-    verdict = None
-    try:
-        verification = read_json(folder / "verification.json")
-        issues = (verification.get("report") or {}).get("issues")
-        if isinstance(verification.get("valid"), bool) and isinstance(issues, list):
-            verdict = (verification["valid"], [i for i in issues if isinstance(i, dict)])
-    except (OSError, ValueError, AttributeError):  # JSONInputError is a ValueError
-        verdict = None
     return score_assembly(
         project,
         assembly,
@@ -284,5 +285,4 @@ def score_episode(
         judge=judge,
         stability=stability,
         image_size=image_size,
-        verdict=verdict,
     )

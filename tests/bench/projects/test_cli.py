@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from brick_gym.cli import main
 
 
@@ -77,3 +79,21 @@ def test_judged_projects_get_the_vqa_score_from_score_and_run(tmp_path: Path, ca
     assert "tram-r1: valid" in capsys.readouterr().out
     row = json.loads((tmp_path / "runs" / "heuristic" / "summary.json").read_text())["projects"][0]
     assert row["vqa"] == 1.0 and row["shape"] is None
+
+
+def test_score_json_is_strict_json_whatever_the_transcript_says(tmp_path: Path, capsys) -> None:
+    """Issue 34, finding 11: a transcript's ``1e400`` (or a cost of ``1e400``) made ``projects score --json`` print
+    ``Infinity``, which is not JSON."""
+    assert main(["projects", "reference", "garden-wall", "--out", str(tmp_path / "model.mpd")]) == 0
+    records = [
+        {"seq": 0, "t": 0.0, "type": "episode", "task_id": "x"},
+        {"seq": 1, "t": 1.0, "type": "message", "role": "assistant", "usage": {"prompt_tokens": 1}, "cost_usd": 1e400},
+        {"seq": 2, "t": 1e400, "type": "event", "event": "end", "stop_reason": "finish"},
+    ]
+    lines = [json.dumps(r).replace("Infinity", "1e400") for r in records]
+    (tmp_path / "transcript.jsonl").write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["projects", "score", "garden-wall", str(tmp_path), "--json"]) == 0
+    out = capsys.readouterr().out
+    score = json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} printed"))
+    assert score["valid"] and score["effort"]["minutes"] == 0.017 and "Infinity" not in out  # 1 s: the finite times

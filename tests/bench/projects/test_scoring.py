@@ -79,14 +79,23 @@ def test_effort_comes_from_the_transcript(tmp_path: Path) -> None:
     assert effort["minutes"] == 2.0 and effort["cost_usd"] == 0.75 and effort["stop_reason"] == "finish"
 
 
-def test_an_episode_folder_takes_its_verdict_and_effort(tmp_path: Path) -> None:
+def test_an_episode_folder_is_checked_and_its_verification_json_ignored(tmp_path: Path) -> None:
     project = get_project("garden-wall")
     project.reference().save(tmp_path / "model.mpd")
     _transcript(tmp_path / "transcript.jsonl")
     issue = {"kind": "unstable", "pieces": [3], "message": "it falls"}
     (tmp_path / "verification.json").write_text(json.dumps({"valid": False, "report": {"issues": [issue]}}))
     score = score_path(project, tmp_path)
-    assert score.shape == 1.0 and not score.valid and score.errors == [issue] and score.effort["builds"] == 2
+    assert score.shape == 1.0 and score.valid and score.errors == [] and score.effort["builds"] == 2
+
+
+def test_a_forged_verdict_cannot_raise_a_project_score(tmp_path: Path) -> None:
+    """Issue 34, finding 3: 400 plates at one spot with ``"valid": true`` beside them scored VALID."""
+    project = get_project("garden-wall")
+    (tmp_path / "model.mpd").write_text("1 4 0 0 0 1 0 0 0 1 0 0 0 1 3024.dat\n" * 400)
+    (tmp_path / "verification.json").write_text(json.dumps({"valid": True, "report": {"issues": []}}))
+    score = score_path(project, tmp_path)
+    assert not score.valid and score.errors
 
 
 def test_judged_projects_get_the_vqa_score_when_a_judge_is_given() -> None:
