@@ -39,8 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from brick_gym.core.builder import Builder
-from brick_gym.core.fileio import JSONInputError, atomic_write_json, atomic_write_text, read_json
+from brick_gym.core.fileio import atomic_write_json, atomic_write_text
 from brick_gym.core.rules import Inventory, Rules
+from brick_gym.judges.vqa import VQATask, parse_tasks
+from brick_gym.judges.vqa import load_tasks as load_vqa_tasks
 from brick_gym.llm.context import ContextOverflow, ContextPolicy, Conversation
 from brick_gym.llm.messages import AssistantTurn, ChatClient, Message, ToolCall
 from brick_gym.llm.sandbox import SandboxLimits
@@ -159,29 +161,22 @@ class BenchTask:
     images: list[str] = field(default_factory=list)
 
     @classmethod
+    def from_task(cls, task: VQATask) -> BenchTask:
+        """From a task of a loaded task file (:func:`brick_gym.judges.vqa.load_tasks`)."""
+        return cls(task.id, task.prompt, [q.to_dict() for q in task.graph], task.inputs, list(task.images))
+
+    @classmethod
     def from_json(cls, data: dict[str, Any]) -> BenchTask:
-        """From one entry of a BrickBench task file (or a project task with ``inputs`` and ``images``)."""
-        images = data.get("images") or []
-        if not isinstance(images, list) or not all(isinstance(p, str) for p in images):
-            raise ValueError(f"task {data.get('id')!r}: 'images' must be a list of file paths")
-        inputs = data.get("inputs") or ""
-        if not isinstance(inputs, str):
-            raise ValueError(f"task {data.get('id')!r}: 'inputs' must be text")
-        return cls(str(data["id"]), str(data["prompt"]), list(data.get("questions") or []), inputs, list(images))
+        """From one task-file entry (or a project task with ``inputs`` and ``images``), validated as task files are
+        (:func:`brick_gym.judges.vqa.parse_tasks`, lenient graphs); ``TaskFileError`` names the task and field."""
+        return cls.from_task(parse_tasks([data], source="task", strict=False)[0])
 
 
 def load_tasks(path: str | os.PathLike[str]) -> list[BenchTask]:
-    """Every task of a BrickBench task file (a JSON list), validated like every task file
-    (:func:`brick_gym.judges.vqa.parse_tasks`: safe ids, fields, lenient graphs); ``TaskFileError`` names the
-    file, the task and the field."""
-    from brick_gym.judges.vqa import TaskFileError, parse_tasks
-
-    try:
-        data = read_json(path)
-    except JSONInputError as exc:
-        raise TaskFileError(str(exc)) from None
-    parse_tasks(data, str(path), strict=False)
-    return [BenchTask.from_json(d) for d in data]
+    """Every task of a BrickBench task file, read by the one task-file loader
+    (:func:`brick_gym.judges.vqa.load_tasks`: safe ids, fields, lenient graphs, images next to the file);
+    ``TaskFileError`` names the file, the task and the field."""
+    return [BenchTask.from_task(t) for t in load_vqa_tasks(path, strict=False)]
 
 
 @dataclass
