@@ -43,6 +43,7 @@ from brick_gym.core.fileio import atomic_write_json, atomic_write_text
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.judges.vqa import VQATask, parse_tasks
 from brick_gym.judges.vqa import load_tasks as load_vqa_tasks
+from brick_gym.llm.budgets import MAX_TOOL_CALLS, MAX_TURNS
 from brick_gym.llm.context import ContextOverflow, ContextPolicy, Conversation
 from brick_gym.llm.messages import AssistantTurn, ChatClient, Message, ToolCall
 from brick_gym.llm.sandbox import SandboxLimits
@@ -94,8 +95,8 @@ class EpisodeConfig:
     setting: str = "model"
     inventory: str | None = None
     """Inventory JSON for alt-build (default: ``$BRICKAGENT_SET``)."""
-    max_turns: int = 300
-    max_tool_calls: int = 2000
+    max_turns: int = MAX_TURNS
+    max_tool_calls: int = MAX_TOOL_CALLS
     max_tokens: int | None = None
     """Budget on prompt + completion tokens summed over turns (estimated where the server reports none)."""
     max_seconds: float | None = None
@@ -229,7 +230,7 @@ def system_prompt(
     inventory: Inventory | None,
     prompt: str,
     *,
-    max_turns: int = 300,
+    max_turns: int = MAX_TURNS,
     max_tool_calls: int | None = None,
     protocol: str = "checked",
     toolset: str = "program",
