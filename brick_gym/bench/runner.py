@@ -62,7 +62,6 @@ __all__ = [
     "agent_name",
     "default_inventory",
     "default_tasks",
-    "is_done",
     "load_bench_tasks",
     "read_marker",
     "run",
@@ -218,11 +217,6 @@ def read_marker(task_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     if not isinstance(data, dict) or data.get("task_id") != folder.name or not isinstance(data.get("files"), dict):
         return None
     return data
-
-
-def is_done(task_dir: str | os.PathLike[str]) -> bool:
-    """Whether a task folder holds a complete completion marker."""
-    return read_marker(task_dir) is not None
 
 
 def _changed_files(task_dir: Path, marker: dict[str, Any]) -> list[str]:
