@@ -133,15 +133,15 @@ def task_folder(root: str | os.PathLike[str], task_id: str) -> Path:
 
 
 def _checked_tasks(tasks: list[dict[str, Any]], source: Path) -> list[dict[str, Any]]:
-    """``tasks`` given in code (not read from a task file), once they pass a task file's checks (safe, distinct
-    ids, prompt, questions, inputs, images; other fields are kept); BenchError naming the task and field otherwise."""
-    from brick_gym.judges.vqa import TaskFileError, parse_tasks
+    """``tasks`` given in code (not read from a task file, e.g. the project suite's) checked as task-file entries
+    are (:func:`brick_gym.judges.vqa.check_tasks`: safe distinct ids, prompt, questions, which may be empty,
+    inputs, images; other keys kept); BenchError naming the task and field otherwise."""
+    from brick_gym.judges.vqa import TaskFileError, check_tasks
 
     try:
-        parse_tasks(tasks, source=str(source), strict=False)
+        return check_tasks(tasks, source=str(source))
     except TaskFileError as exc:
         raise BenchError(f"malformed tasks: {exc}") from None
-    return tasks
 
 
 def resolve_inventory(setting: str, inventory: str | os.PathLike[str] | None) -> Path | None:
@@ -554,7 +554,7 @@ def run(
     if limit is not None and limit < 0:
         raise BenchError(f"limit must be >= 0, got {limit}")
     tasks_file = Path(tasks_path) if tasks_path is not None else default_tasks(setting)
-    tasks = load_bench_tasks(tasks_file) if tasks is None else _checked_tasks([dict(t) for t in tasks], tasks_file)
+    tasks = load_bench_tasks(tasks_file) if tasks is None else _checked_tasks(list(tasks), tasks_file)
     if limit is not None:
         tasks = tasks[:limit]
     inv = resolve_inventory(setting, inventory)

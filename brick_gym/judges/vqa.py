@@ -33,6 +33,7 @@ __all__ = [
     "VQAScore",
     "VQATask",
     "build_vqa_prompt",
+    "check_tasks",
     "gated_pass",
     "load_tasks",
     "parse_tasks",
@@ -417,13 +418,13 @@ def _images(value: Any, where: str, base: Path | None) -> tuple[str, ...]:
     return tuple(found)
 
 
-def parse_tasks(data: Any, source: str = "<tasks>", strict: bool = True, base: Path | None = None) -> list[VQATask]:
-    """Validate parsed BrickBench task JSON (a list of ``{"id", "prompt", "questions"}``, optionally ``"inputs"``
-    (text) and ``"images"`` (paths, relative to ``base`` when given)) into :class:`VQATask` s; other fields are
-    ignored. :class:`TaskFileError` (a ValueError) names ``source``, the task and the field."""
+def _checked(
+    data: Any, source: str, strict: bool, base: Path | None, need_questions: bool
+) -> Iterator[tuple[dict[str, Any], VQATask | None]]:
+    """Each entry of parsed task JSON with its task, checked field by field (:class:`TaskFileError` naming
+    ``source``, the task and the field); the task is None for an entry without questions (``need_questions=False``)."""
     if not isinstance(data, list):
         raise TaskFileError(f"{source}: expected a JSON list of tasks, got {type(data).__name__}")
-    tasks: list[VQATask] = []
     ids: set[str] = set()
     for i, item in enumerate(data):
         where = f"{source}: task #{i}"
@@ -443,9 +444,9 @@ def parse_tasks(data: Any, source: str = "<tasks>", strict: bool = True, base: P
         prompt = item.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             raise TaskFileError(f"{where}: field 'prompt' missing or not a non-empty string")
-        raw_questions = item.get("questions")
-        if not isinstance(raw_questions, list) or not raw_questions:
-            raise TaskFileError(f"{where}: field 'questions' missing or not a non-empty list")
+        raw_questions = item.get("questions", None if need_questions else [])
+        if not isinstance(raw_questions, list) or (need_questions and not raw_questions):
+            raise TaskFileError(f"{where}: field 'questions' missing or not a {'non-empty ' * need_questions}list")
         questions: list[Question] = []
         for j, q in enumerate(raw_questions):
             if not isinstance(q, dict):
@@ -465,15 +466,32 @@ def parse_tasks(data: Any, source: str = "<tasks>", strict: bool = True, base: P
             except QuestionGraphError as exc:
                 raise TaskFileError(f"{where}: questions[{j}]: {exc}") from exc
         try:
-            graph = QuestionGraph(questions, strict=strict)
+            graph = QuestionGraph(questions, strict=strict) if questions else None
         except QuestionGraphError as exc:
             raise TaskFileError(f"{where}: field 'questions': {exc}") from exc
         inputs = item.get("inputs")
         if inputs is not None and not isinstance(inputs, str):
             raise TaskFileError(f"{where}: field 'inputs' should be text, got {type(inputs).__name__}")
         images = _images(item.get("images"), where, base)
-        tasks.append(VQATask(id=task_id, prompt=prompt, graph=graph, inputs=inputs or "", images=images))
-    return tasks
+        yield item, None if graph is None else VQATask(task_id, prompt, graph, inputs or "", images)
+
+
+def parse_tasks(data: Any, source: str = "<tasks>", strict: bool = True, base: Path | None = None) -> list[VQATask]:
+    """Validate parsed BrickBench task JSON (a list of ``{"id", "prompt", "questions"}``, optionally ``"inputs"``
+    (text) and ``"images"`` (paths, relative to ``base`` when given)) into :class:`VQATask` s; other fields are
+    ignored. :class:`TaskFileError` (a ValueError) names ``source``, the task and the field."""
+    return [task for _, task in _checked(data, source, strict, base, need_questions=True) if task is not None]
+
+
+def check_tasks(data: Any, source: str = "<tasks>") -> list[dict[str, Any]]:
+    """Task dicts given in code (e.g. a project suite's runner tasks) checked as task-file entries are, except that
+    ``questions`` may be empty or absent (a task built and checked, not VQA-scored): the dicts with ``id``,
+    ``prompt``, ``questions``, ``inputs`` and ``images`` normalised and any other key kept; lenient graphs."""
+    out = []
+    for item, task in _checked(data, source, False, None, need_questions=False):
+        fields = {"questions": [], "inputs": item.get("inputs") or "", "images": list(item.get("images") or [])}
+        out.append({**item, **fields, **(task.to_json() if task is not None else {})})
+    return out
 
 
 def load_tasks(path: str | os.PathLike[str], strict: bool = True) -> list[VQATask]:

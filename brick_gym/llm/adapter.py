@@ -41,7 +41,7 @@ from typing import Any
 from brick_gym.core.builder import Builder
 from brick_gym.core.fileio import atomic_write_json, atomic_write_text
 from brick_gym.core.rules import Inventory, Rules
-from brick_gym.judges.vqa import VQATask, parse_tasks
+from brick_gym.judges.vqa import VQATask, check_tasks
 from brick_gym.judges.vqa import load_tasks as load_vqa_tasks
 from brick_gym.llm.budgets import MAX_TOOL_CALLS, MAX_TURNS
 from brick_gym.llm.context import ContextOverflow, ContextPolicy, Conversation
@@ -168,9 +168,10 @@ class BenchTask:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BenchTask:
-        """From one task-file entry (or a project task with ``inputs`` and ``images``), validated as task files are
-        (:func:`brick_gym.judges.vqa.parse_tasks`, lenient graphs); ``TaskFileError`` names the task and field."""
-        return cls.from_task(parse_tasks([data], source="task", strict=False)[0])
+        """From one task dict (a task-file entry, or a project task, whose questions may be empty), checked as task
+        files are (:func:`brick_gym.judges.vqa.check_tasks`); ``TaskFileError`` names the task and field."""
+        d = check_tasks([data], source="task")[0]
+        return cls(d["id"], d["prompt"], d["questions"], d["inputs"], d["images"])
 
 
 def load_tasks(path: str | os.PathLike[str]) -> list[BenchTask]:

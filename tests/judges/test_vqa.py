@@ -17,6 +17,7 @@ from brick_gym.judges.vqa import (
     QuestionGraphError,
     TaskFileError,
     build_vqa_prompt,
+    check_tasks,
     gated_pass,
     load_tasks,
     parse_tasks,
@@ -310,6 +311,25 @@ def test_inputs_and_images_are_read_and_images_stay_next_to_the_task_file(tmp_pa
         load_tasks(tmp_path / "nope.json")
 
 
+def test_tasks_given_in_code_are_checked_like_file_entries_but_may_have_no_questions() -> None:
+    """A project's runner tasks carry their own keys and may have no VQA questions."""
+    project = {"id": "tram-r1", "prompt": "A tram.", "setting": "free", "repeat": 1, "images": ["/abs/plan.png"]}
+    (checked,) = check_tasks([project])
+    assert checked == {**project, "questions": [], "inputs": ""}
+    (entry,) = check_tasks(task_json(inputs="x"))
+    assert entry["questions"] == task_json()[0]["questions"] and entry["inputs"] == "x" and entry["images"] == []
+    for bad, message in (
+        ({**project, "id": "../up"}, "task #0"),
+        ({**project, "questions": "none"}, "tram-r1.*'questions'"),
+        ({**project, "images": [1]}, "tram-r1.*'images'"),
+        ({**project, "prompt": ""}, "tram-r1.*'prompt'"),
+    ):
+        with pytest.raises(TaskFileError, match=message):
+            check_tasks([bad], source="suite")
+    with pytest.raises(TaskFileError, match="non-empty list"):
+        parse_tasks([project])  # a task file's entries need questions
+
+
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -340,6 +360,12 @@ def test_malformed_task_json_is_a_clear_value_error_never_a_crash(
             assert isinstance(exc, ValueError) and str(exc).startswith("tasks.json: "), exc
         else:
             assert all(isinstance(t.id, str) and isinstance(t.inputs, str) for t in tasks)
+        try:
+            checked = check_tasks(data, source="tasks.json")
+        except TaskFileError as exc:
+            assert str(exc).startswith("tasks.json: "), exc
+        else:
+            assert all(isinstance(t["questions"], list) and isinstance(t["inputs"], str) for t in checked)
 
 
 @settings(max_examples=60, deadline=None)

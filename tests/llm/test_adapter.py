@@ -239,6 +239,8 @@ def test_tasks_come_from_the_one_task_file_loader(tmp_path: Path) -> None:
             load_tasks(path)
         with pytest.raises(TaskFileError, match=f"{raw['id']}.*{field}"):
             BenchTask.from_json(bad)
+    project = BenchTask.from_json({"id": "tram-r1", "prompt": "A tram.", "setting": "free", "inputs": "8 studs"})
+    assert project == BenchTask("tram-r1", "A tram.", [], "8 studs", [])  # a project task may have no questions
 
 
 def test_transcripts_read_back_and_malformed_ones_name_the_line(tmp_path: Path, capsys) -> None:
