@@ -360,11 +360,12 @@ _EPISODE_FLAGS = (
 
 def _add_budget_flags(p: argparse.ArgumentParser) -> None:
     """Budget, context and sampling options of ``bench run`` (all recorded in every task's metadata)."""
+    from brick_gym.llm.budgets import MAX_TOOL_CALLS, MAX_TURNS
     from brick_gym.llm.messages import REASONING_EFFORTS
 
     g = p.add_argument_group("budgets (per episode)")
-    g.add_argument("--max-turns", type=whole(1), help="turns (default 300, BrickBench's)")
-    g.add_argument("--max-tool-calls", type=whole(1), help="tool calls (default 2000)")
+    g.add_argument("--max-turns", type=whole(1), help=f"turns (default {MAX_TURNS}, BrickBench's)")
+    g.add_argument("--max-tool-calls", type=whole(1), help=f"tool calls (default {MAX_TOOL_CALLS})")
     g.add_argument("--max-tokens", type=whole(1), help="prompt + completion tokens summed over turns (default: none)")
     g.add_argument("--max-seconds", type=number(0), help="wall-clock seconds (default: none)")
     g = p.add_argument_group("context")

@@ -64,7 +64,6 @@ __all__ = [
     "agent_name",
     "default_inventory",
     "default_tasks",
-    "is_done",
     "load_bench_tasks",
     "read_marker",
     "run",
@@ -111,23 +110,19 @@ def default_inventory() -> Path:
 
 
 def load_bench_tasks(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Validated tasks of a BrickBench task file, as ``{"id", "prompt", "questions"}`` dicts in file order.
+    """Validated tasks of a BrickBench task file, as ``{"id", "prompt", "questions", "inputs", "images"}`` dicts
+    in file order (dicts: what episodes take, in worker processes or on a cluster).
 
-    Validation is :func:`brick_gym.judges.vqa.load_tasks` with lenient graphs (BrickBench's scoring: a cycle or
-    an unknown dependency only fails the questions involved); any other defect raises :class:`BenchError`
-    naming the file, the task id and the field.
+    The file is read by the one task-file loader, :func:`brick_gym.judges.vqa.load_tasks`, with lenient graphs
+    (BrickBench's scoring: a cycle or an unknown dependency only fails the questions involved); any other defect
+    raises :class:`BenchError` naming the file, the task id and the field.
     """
-    from brick_gym.judges.vqa import TaskFileError, parse_tasks
+    from brick_gym.judges.vqa import TaskFileError, load_tasks
 
-    p = Path(path)
     try:
-        data = read_json(p)
-        parse_tasks(data, source=str(p), strict=False)
-    except (TaskFileError, JSONInputError) as exc:
+        return [t.to_json() for t in load_tasks(path, strict=False)]
+    except TaskFileError as exc:
         raise BenchError(f"malformed task file: {exc}") from None
-    except OSError as exc:
-        raise BenchError(f"{p}: cannot read task file: {exc.strerror or exc}") from None
-    return [{"id": t["id"], "prompt": t["prompt"], "questions": t["questions"]} for t in data]
 
 
 def task_folder(root: str | os.PathLike[str], task_id: str) -> Path:
@@ -139,15 +134,16 @@ def task_folder(root: str | os.PathLike[str], task_id: str) -> Path:
         raise BenchError(str(exc)) from None
 
 
-def _checked_ids(tasks: list[dict[str, Any]], source: Path) -> list[dict[str, Any]]:
-    """``tasks`` given in code (not read from a task file), once each id is checked to be a safe id; BenchError
-    naming the task's index and id otherwise (the same rule a task file's ids follow)."""
-    for i, task in enumerate(tasks):
-        try:
-            check_safe_id(task.get("id"), "id")
-        except UnsafePath as exc:
-            raise BenchError(f"{source}: task #{i}: {exc}") from None
-    return tasks
+def _checked_tasks(tasks: list[dict[str, Any]], source: Path) -> list[dict[str, Any]]:
+    """``tasks`` given in code (not read from a task file, e.g. the project suite's) checked as task-file entries
+    are (:func:`brick_gym.judges.vqa.check_tasks`: safe distinct ids, prompt, questions, which may be empty,
+    inputs, images; other keys kept); BenchError naming the task and field otherwise."""
+    from brick_gym.judges.vqa import TaskFileError, check_tasks
+
+    try:
+        return check_tasks(tasks, source=str(source))
+    except TaskFileError as exc:
+        raise BenchError(f"malformed tasks: {exc}") from None
 
 
 def resolve_inventory(setting: str, inventory: str | os.PathLike[str] | None) -> Path | None:
@@ -267,11 +263,6 @@ def read_marker(task_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
         warnings.warn(f"{path}: damaged completion marker ({problem}); the task is run again", stacklevel=2)
         return None
     return data
-
-
-def is_done(task_dir: str | os.PathLike[str]) -> bool:
-    """Whether a task folder holds a complete completion marker."""
-    return read_marker(task_dir) is not None
 
 
 def _changed_files(task_dir: Path, marker: dict[str, Any]) -> list[str]:
@@ -609,7 +600,7 @@ def run(
     if limit is not None and limit < 0:
         raise BenchError(f"limit must be >= 0, got {limit}")
     tasks_file = Path(tasks_path) if tasks_path is not None else default_tasks(setting)
-    tasks = load_bench_tasks(tasks_file) if tasks is None else _checked_ids([dict(t) for t in tasks], tasks_file)
+    tasks = load_bench_tasks(tasks_file) if tasks is None else _checked_tasks(list(tasks), tasks_file)
     if limit is not None:
         tasks = tasks[:limit]
     inv = resolve_inventory(setting, inventory)

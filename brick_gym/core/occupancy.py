@@ -350,10 +350,6 @@ class CellIndex:
     def __contains__(self, piece: object) -> bool:
         return piece in self._ranges
 
-    def range_of(self, piece: int) -> Range:
-        """The cells a piece fills."""
-        return self._ranges[piece]
-
     def add(self, piece: int, rng: Range) -> None:
         """Index a piece's cells (its id must not be present)."""
         self._ranges[piece] = rng

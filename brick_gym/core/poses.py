@@ -186,5 +186,10 @@ def pose(
 
 
 def yaw_of(matrix: np.ndarray) -> float:
-    """The turn about the vertical axis of a pose, in degrees in [0, 360)."""
+    """The turn about the vertical axis of a pose, in degrees in [0, 360): the one yaw every face reports.
+
+    Yaw is the right-handed angle about LDraw's +y axis (which points down), the same angle a user types when
+    placing (``pose(yaw=...)``, ``Builder.add``/``attach``, the ``yaw`` of the tools and the env's yaw action), so a
+    part placed with ``yaw=90`` on an unturned base reads back as 90 (rotation ``[[0, 0, 1], [0, 1, 0], [-1, 0, 0]]``);
+    −90 reads as 270. The env's text render, tool results and piece listings all call this function."""
     return (math.degrees(math.atan2(matrix[0, 2], matrix[0, 0])) + 360.0) % 360.0

@@ -18,11 +18,12 @@ import numpy as np
 
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.pieces import ConnectorRef, Outcome, Piece, Placement
+from brick_gym.core.poses import yaw_of
 from brick_gym.core.progress import TargetProgress
 from brick_gym.core.rules import Rules
 from brick_gym.envs.codecs import Codec, View
 from brick_gym.envs.encodings import make_codec
-from brick_gym.envs.observations import ObservationBuilder, ObservationConfig, yaw_of
+from brick_gym.envs.observations import ObservationBuilder, ObservationConfig
 from brick_gym.envs.palette import PaletteSlot, TargetSlots
 from brick_gym.envs.proposals import TargetRanking
 from brick_gym.rewards.terms import FIDELITY_MEMORY, RewardContext, RewardSpec, frame_fidelity, standard_rewards

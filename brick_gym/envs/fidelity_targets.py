@@ -32,6 +32,7 @@ from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import part
 from brick_gym.core.examples import BuildFailed
 from brick_gym.core.pieces import ConnectorRef, Joint
+from brick_gym.core.poses import yaw_of
 from brick_gym.core.voxels import VoxelGrid, voxelize
 
 ALL_KINDS: tuple[str, ...] = ("wall", "tower", "stairs", "pyramid", "house", "mosaic")
@@ -162,7 +163,7 @@ class _Builder:
             frame = self.asm.connector_frame(ref)
             # attach's yaw turns about the target stud's own frame, which is turned with its piece
             rel = frame[:3, :3].T @ rot[:3, :3] @ conn.frame[:3, :3]
-            turn = round(math.degrees(math.atan2(rel[0, 2], rel[0, 0])), 6) % 360.0
+            turn = round(yaw_of(rel), 6) % 360.0
             turn = float(round(turn / 90.0) * 90 % 360) if abs(turn / 90.0 - round(turn / 90.0)) < 1e-6 else turn
             pose = cx.mating_pose(frame, conn, "stud", yaw=turn)
             if not (np.allclose(pose[:3, 3], t, atol=1e-6) and np.allclose(pose[:3, :3], rot[:3, :3], atol=1e-9)):

@@ -42,6 +42,13 @@ With ``encoding="factored"`` the ``action_mask`` is the FactoredCodec's concaten
 ``MultiDiscrete.sample`` wants the per-dimension tuple — :meth:`MultiBuilderEnv.mask_tuple` splits it. PettingZoo's
 ``api_test`` samples with the flat mask, so it is run on the candidate encoding, whose mask is exact.
 
+``MultiBuilderEnv()`` needs no argument (two builders on :func:`default_task`); :func:`env` wraps it as PettingZoo
+classic does. :func:`parallel_env` gives the same game under PettingZoo's parallel API
+(:class:`MultiBuilderParallelEnv`): a step is one round in which every builder in play acts once, in turn order,
+each action read against what that builder observed at the start of the round. (PettingZoo's ``aec_to_parallel``
+does not fit: it reads a later builder's action against a view the earlier builders have changed, and it wants
+builders to leave only at the end of a round, where STOP takes one out at once.)
+
 ``import brick_gym`` does not import this module (PettingZoo is an optional extra).
 """
 
@@ -55,7 +62,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
-from pettingzoo import AECEnv
+from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import AgentSelector, wrappers
 
 from brick_gym.core.catalog import UnknownPart, catalog
@@ -97,7 +104,7 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
 
     def __init__(
         self,
-        task: EnvTask | TaskSource,
+        task: EnvTask | TaskSource | None = None,
         n_builders: int = 2,
         *,
         config: EnvConfig = DEFAULT_MULTI_CONFIG,
@@ -109,8 +116,10 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
         viewer: Viewer | None = None,
         log_terms: str | Sequence[str] = "all",
     ) -> None:
-        """``encoding`` decides the action encoding (``config.encoding`` is overridden by it); ``log_terms`` as for
-        :class:`~brick_gym.envs.assembly_env.BrickAssemblyEnv`."""
+        """Every argument has a default: ``MultiBuilderEnv()`` is two builders sharing :func:`default_task`'s stock
+        (``split="inventory"``) under :data:`DEFAULT_MULTI_CONFIG`, candidate encoding, the standard rewards, paid to
+        both (``shared_reward``). ``encoding`` decides the action encoding (``config.encoding`` is overridden by
+        it); ``log_terms`` as for :class:`~brick_gym.envs.assembly_env.BrickAssemblyEnv`."""
         super().__init__()
         self._set_render_mode(render_mode)
         if split not in SPLITS:
@@ -126,7 +135,7 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
         self.n_builders = n_builders
         self.split = split
         self.shared_reward = bool(shared_reward)
-        self.episode = Episode(task, self.config, rewards, viewer, log_terms)
+        self.episode = Episode(task if task is not None else default_task(), self.config, rewards, viewer, log_terms)
         self.rewards: dict[str, float] = {}
         """PettingZoo's per-agent rewards (the reward terms and weights are :attr:`reward_spec`)."""
         if split == "inventory" and self.episode.task.rules.inventory is None and n_builders > len(self.palette):
@@ -214,11 +223,17 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
+        self._act(action, self._views[agent])
+
+    def _act(self, action: object, view: View) -> None:
+        """The selected (live) builder's turn, its action read against ``view`` (its current one under AEC; the one
+        it observed at the start of the round under the parallel API)."""
+        agent = self.agent_selection
         self._cumulative_rewards[agent] = 0.0
         self._terms_since[agent] = self.episode.zero_terms()
         self._clear_rewards()
         self._turns += 1
-        attempt = self.episode.attempt(action, self._views[agent], lambda p: self.refusal(agent, p))
+        attempt = self.episode.attempt(action, view, lambda p: self.refusal(agent, p))
         if attempt.outcome is not None and attempt.outcome.ok:
             assert attempt.outcome.piece is not None
             self._placed_by[attempt.outcome.piece] = agent
@@ -473,9 +488,78 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
         return lines
 
 
+class MultiBuilderParallelEnv(ParallelEnv):
+    """The multi-builder game under PettingZoo's parallel API: each ``step(actions)`` is one round in which every
+    builder still in play acts once, in turn order (builder_0 first), each action read against the observation
+    that builder was given at the start of the round. A placement that an earlier builder's piece of the same
+    round made illegal (collision, occupied connector) is refused as a penalised no-op with ``invalid_reason``.
+    A builder's reward is what it was paid over the round; everything else is :class:`MultiBuilderEnv`'s (same
+    arguments and defaults), which it drives turn by turn."""
+
+    def __init__(self, task: EnvTask | TaskSource | None = None, n_builders: int = 2, **kwargs: Any) -> None:
+        self.aec = MultiBuilderEnv(task, n_builders, **kwargs)
+        self.metadata = {**MultiBuilderEnv.metadata, "is_parallelizable": True}
+        self.render_mode = self.aec.render_mode
+        self.possible_agents = list(self.aec.possible_agents)
+        self.agents: list[str] = []
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """As :meth:`MultiBuilderEnv.observation_space`."""
+        return self.aec.observation_space(agent)
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """As :meth:`MultiBuilderEnv.action_space`."""
+        return self.aec.action_space(agent)
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start an episode (as :meth:`MultiBuilderEnv.reset`): every builder's observation and info."""
+        self.aec.reset(seed=seed, options=options)
+        self.agents = list(self.aec.agents)
+        return {a: self.aec.observe(a) for a in self.agents}, {a: dict(self.aec.infos[a]) for a in self.agents}
+
+    def step(
+        self, actions: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]]:
+        """One round; a builder in play without an action in ``actions`` makes a malformed (penalised) move."""
+        aec, playing = self.aec, list(self.agents)
+        views = {a: aec._views[a] for a in playing}  # what each builder observed
+        rewards = dict.fromkeys(playing, 0.0)
+        ended: dict[str, tuple[bool, bool, dict[str, Any]]] = {}
+        acted: set[str] = set()
+        while aec.agents:
+            agent = aec.agent_selection
+            if aec.terminations[agent] or aec.truncations[agent]:
+                ended[agent] = (aec.terminations[agent], aec.truncations[agent], dict(aec.infos[agent]))
+                aec.step(None)  # PettingZoo's dead step: the builder leaves the game
+                continue
+            if agent in acted:
+                break
+            acted.add(agent)
+            aec._act(actions.get(agent), views[agent])
+            for a in aec.agents:
+                rewards[a] += aec.rewards[a]
+        self.agents = list(aec.agents)
+        state = {**ended, **{a: (False, False, dict(aec.infos[a])) for a in self.agents}}
+        return (
+            {a: aec.observe(a) for a in playing},
+            rewards,
+            {a: state[a][0] for a in playing},
+            {a: state[a][1] for a in playing},
+            {a: state[a][2] for a in playing},
+        )
+
+    def render(self) -> str | np.ndarray | None:
+        """As :meth:`MultiBuilderEnv.render`."""
+        return self.aec.render()
+
+    def close(self) -> None:
+        """As :meth:`MultiBuilderEnv.close`."""
+        self.aec.close()
+
+
 def raw_env(task: EnvTask | TaskSource | None = None, n_builders: int = 2, **kwargs: Any) -> MultiBuilderEnv:
     """The unwrapped env (``task`` defaults to :func:`default_task`)."""
-    return MultiBuilderEnv(task if task is not None else default_task(), n_builders, **kwargs)
+    return MultiBuilderEnv(task, n_builders, **kwargs)
 
 
 def env(task: EnvTask | TaskSource | None = None, n_builders: int = 2, **kwargs: Any) -> AECEnv:
@@ -488,4 +572,19 @@ def env(task: EnvTask | TaskSource | None = None, n_builders: int = 2, **kwargs:
     return wrappers.OrderEnforcingWrapper(raw_env(task, n_builders, **kwargs))
 
 
-__all__ = ["DEFAULT_MULTI_CONFIG", "MultiBuilderEnv", "default_task", "env", "raw_env"]
+def parallel_env(
+    task: EnvTask | TaskSource | None = None, n_builders: int = 2, **kwargs: Any
+) -> MultiBuilderParallelEnv:
+    """The env under PettingZoo's parallel API (:class:`MultiBuilderParallelEnv`: one round of turns per step)."""
+    return MultiBuilderParallelEnv(task, n_builders, **kwargs)
+
+
+__all__ = [
+    "DEFAULT_MULTI_CONFIG",
+    "MultiBuilderEnv",
+    "MultiBuilderParallelEnv",
+    "default_task",
+    "env",
+    "parallel_env",
+    "raw_env",
+]

@@ -25,7 +25,6 @@ Slices (sizes from :class:`ObservationConfig`):
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -242,7 +241,7 @@ class ObservationBuilder:
         pose = piece.pose
         slot = self._slot_of.get((piece.part.stem, piece.colour), -1) / max(1, len(self.palette))
         x, h, z = _position_features(pose[None, :3, 3], self.config.scale)[0]
-        row = (1.0, slot, x, h, z, pose[0, 0], pose[2, 0])
+        row = (1.0, slot, x, h, z, pose[0, 0], pose[0, 2])  # cos, sin of core.poses.yaw_of's yaw
         self._piece_rows[piece.id] = (piece, row)
         return row
 
@@ -311,8 +310,3 @@ class ObservationBuilder:
             out[:n, 10 + p] = (pairs[:, 0] >= 1.0) & (pairs[:, 1] >= 1.0)
         out[:n, 11 + p] = rows / c.max_candidates
         return np.clip(out, -BOUND, BOUND)
-
-
-def yaw_of(pose: np.ndarray) -> float:
-    """Rotation about the vertical axis in degrees (for text renders)."""
-    return math.degrees(math.atan2(pose[2, 0], pose[0, 0]))

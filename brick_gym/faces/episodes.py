@@ -58,6 +58,8 @@ class FaceSample:
             "task_id": self.task.id,
             "prompt": self.task.prompt,
             "questions": self.task.questions,
+            "inputs": self.task.inputs,
+            "images": self.task.images,
             "setting": self.setting,
             "inventory": self.inventory,
         }
@@ -65,7 +67,13 @@ class FaceSample:
     @classmethod
     def from_metadata(cls, data: dict[str, Any]) -> FaceSample:
         """The sample :meth:`metadata` describes (without a fidelity target)."""
-        task = BenchTask(str(data["task_id"]), str(data["prompt"]), list(data.get("questions") or []))
+        task = BenchTask(
+            str(data["task_id"]),
+            str(data["prompt"]),
+            list(data.get("questions") or []),
+            str(data.get("inputs") or ""),
+            list(data.get("images") or []),
+        )
         return cls(task, str(data["setting"]), data.get("inventory"))
 
 
@@ -79,9 +87,7 @@ def benchmark_samples(
     inv = resolve_inventory(setting, inventory)
     samples = []
     for t in load_bench_tasks(path):  # the loader refuses ids that are not safe folder names, with their index
-        samples.append(
-            FaceSample(BenchTask(t["id"], t["prompt"], t["questions"]), setting, None if inv is None else str(inv))
-        )
+        samples.append(FaceSample(BenchTask.from_json(t), setting, None if inv is None else str(inv)))
     return samples
 
 

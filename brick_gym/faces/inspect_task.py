@@ -71,6 +71,7 @@ from brick_gym.faces.episodes import (  # noqa: E402
 from brick_gym.faces.scoring import validity_report, vqa_score  # noqa: E402
 from brick_gym.judges.requests import JudgeReply, JudgeRequest  # noqa: E402
 from brick_gym.llm.adapter import MAX_NUDGES, NUDGE, EpisodeConfig, EpisodeTools  # noqa: E402
+from brick_gym.llm.budgets import MAX_TOOL_CALLS, MAX_TURNS  # noqa: E402
 from brick_gym.llm.toolkit import ToolResult  # noqa: E402
 
 __all__ = [
@@ -109,8 +110,8 @@ def brickbench(
     inventory: str | None = None,
     protocol: str = "checked",
     toolset: str = "program",
-    max_turns: int = 300,
-    max_tool_calls: int = 2000,
+    max_turns: int = MAX_TURNS,
+    max_tool_calls: int = MAX_TOOL_CALLS,
     max_tokens: int | None = None,
     max_seconds: float | None = None,
     render: bool = True,

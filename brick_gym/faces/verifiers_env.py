@@ -48,6 +48,7 @@ from brick_gym.faces.episodes import (  # noqa: E402  (verifiers is checked firs
 )
 from brick_gym.faces.scoring import vqa_score  # noqa: E402
 from brick_gym.llm.adapter import MAX_NUDGES, NUDGE, EpisodeConfig  # noqa: E402
+from brick_gym.llm.budgets import MAX_TOOL_CALLS, MAX_TURNS  # noqa: E402
 from brick_gym.llm.clients import openai_messages  # noqa: E402
 from brick_gym.llm.messages import Message  # noqa: E402
 
@@ -283,8 +284,8 @@ def load_environment(
     *,
     protocol: str = "checked",
     toolset: str = "program",
-    max_turns: int = 300,
-    max_tool_calls: int = 2000,
+    max_turns: int = MAX_TURNS,
+    max_tool_calls: int = MAX_TOOL_CALLS,
     max_tokens: int | None = None,
     max_seconds: float | None = None,
     render: bool = False,

@@ -11,6 +11,7 @@ hand-written replies.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from brick_gym.io.files import JSONInputError, read_json
-from brick_gym.io.paths import UnsafePath, check_safe_id
+from brick_gym.io.paths import UnsafePath, check_safe_id, safe_join
 
 __all__ = [
     "KINDS",
@@ -32,6 +33,7 @@ __all__ = [
     "VQAScore",
     "VQATask",
     "build_vqa_prompt",
+    "check_tasks",
     "gated_pass",
     "load_tasks",
     "parse_tasks",
@@ -92,6 +94,16 @@ class Question:
             subtype=data["subtype"],
             dependencies=tuple(data.get("dependencies", ())),
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The task-file entry of this question (what :meth:`from_dict` reads)."""
+        return {
+            "key": self.key,
+            "question": self.question,
+            "kind": self.kind,
+            "subtype": self.subtype,
+            "dependencies": list(self.dependencies),
+        }
 
 
 class QuestionGraph:
@@ -232,11 +244,24 @@ class QuestionGraph:
 
 @dataclass(frozen=True)
 class VQATask:
-    """One BrickBench task: id, text prompt and its question graph."""
+    """One BrickBench task: id, text prompt and its question graph; a project's task also carries ``inputs`` (text
+    shown to the builder after the brief) and ``images`` (paths of pictures shown with it, e.g. plans)."""
 
     id: str
     prompt: str
     graph: QuestionGraph
+    inputs: str = ""
+    images: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The task as a task-file entry: ``{"id", "prompt", "questions", "inputs", "images"}``."""
+        return {
+            "id": self.id,
+            "prompt": self.prompt,
+            "questions": [q.to_dict() for q in self.graph],
+            "inputs": self.inputs,
+            "images": list(self.images),
+        }
 
 
 @dataclass(frozen=True)
@@ -372,11 +397,34 @@ def soft_gated(graph: QuestionGraph, p_yes: Mapping[int, float] | Mapping[str, f
 _QUESTION_FIELDS = (("key", str), ("question", str), ("kind", str), ("subtype", str), ("dependencies", list))
 
 
-def parse_tasks(data: Any, source: str = "<tasks>", strict: bool = True) -> list[VQATask]:
-    """Validate parsed BrickBench task JSON (a list of {"id", "prompt", "questions"}) into :class:`VQATask` s."""
+def _images(value: Any, where: str, base: Path | None) -> tuple[str, ...]:
+    """A task's ``images``: a list of paths (absent or null: none). Read from a file (``base`` is its folder), each
+    is a relative path to a file inside that folder, returned joined to it; given in code, each is kept as is."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise TaskFileError(f"{where}: field 'images' should be a list of file paths")
+    if base is None:
+        return tuple(value)
+    found = []
+    for j, name in enumerate(value):
+        try:
+            path = safe_join(base, name)
+        except UnsafePath as exc:
+            raise TaskFileError(f"{where}: images[{j}]: {exc}") from None
+        if not path.is_file():
+            raise TaskFileError(f"{where}: images[{j}]: no file {name!r} next to the task file")
+        found.append(str(path))
+    return tuple(found)
+
+
+def _checked(
+    data: Any, source: str, strict: bool, base: Path | None, need_questions: bool
+) -> Iterator[tuple[dict[str, Any], VQATask | None]]:
+    """Each entry of parsed task JSON with its task, checked field by field (:class:`TaskFileError` naming
+    ``source``, the task and the field); the task is None for an entry without questions (``need_questions=False``)."""
     if not isinstance(data, list):
         raise TaskFileError(f"{source}: expected a JSON list of tasks, got {type(data).__name__}")
-    tasks: list[VQATask] = []
     ids: set[str] = set()
     for i, item in enumerate(data):
         where = f"{source}: task #{i}"
@@ -396,9 +444,9 @@ def parse_tasks(data: Any, source: str = "<tasks>", strict: bool = True) -> list
         prompt = item.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             raise TaskFileError(f"{where}: field 'prompt' missing or not a non-empty string")
-        raw_questions = item.get("questions")
-        if not isinstance(raw_questions, list) or not raw_questions:
-            raise TaskFileError(f"{where}: field 'questions' missing or not a non-empty list")
+        raw_questions = item.get("questions", None if need_questions else [])
+        if not isinstance(raw_questions, list) or (need_questions and not raw_questions):
+            raise TaskFileError(f"{where}: field 'questions' missing or not a {'non-empty ' * need_questions}list")
         questions: list[Question] = []
         for j, q in enumerate(raw_questions):
             if not isinstance(q, dict):
@@ -418,18 +466,43 @@ def parse_tasks(data: Any, source: str = "<tasks>", strict: bool = True) -> list
             except QuestionGraphError as exc:
                 raise TaskFileError(f"{where}: questions[{j}]: {exc}") from exc
         try:
-            graph = QuestionGraph(questions, strict=strict)
+            graph = QuestionGraph(questions, strict=strict) if questions else None
         except QuestionGraphError as exc:
             raise TaskFileError(f"{where}: field 'questions': {exc}") from exc
-        tasks.append(VQATask(id=task_id, prompt=prompt, graph=graph))
-    return tasks
+        inputs = item.get("inputs")
+        if inputs is not None and not isinstance(inputs, str):
+            raise TaskFileError(f"{where}: field 'inputs' should be text, got {type(inputs).__name__}")
+        images = _images(item.get("images"), where, base)
+        yield item, None if graph is None else VQATask(task_id, prompt, graph, inputs or "", images)
 
 
-def load_tasks(path: str | Path, strict: bool = True) -> list[VQATask]:
-    """Load a BrickBench ``tasks.json``; errors name the file, task id and field (``strict=False``: lenient graphs)."""
+def parse_tasks(data: Any, source: str = "<tasks>", strict: bool = True, base: Path | None = None) -> list[VQATask]:
+    """Validate parsed BrickBench task JSON (a list of ``{"id", "prompt", "questions"}``, optionally ``"inputs"``
+    (text) and ``"images"`` (paths, relative to ``base`` when given)) into :class:`VQATask` s; other fields are
+    ignored. :class:`TaskFileError` (a ValueError) names ``source``, the task and the field."""
+    return [task for _, task in _checked(data, source, strict, base, need_questions=True) if task is not None]
+
+
+def check_tasks(data: Any, source: str = "<tasks>") -> list[dict[str, Any]]:
+    """Task dicts given in code (e.g. a project suite's runner tasks) checked as task-file entries are, except that
+    ``questions`` may be empty or absent (a task built and checked, not VQA-scored): the dicts with ``id``,
+    ``prompt``, ``questions``, ``inputs`` and ``images`` normalised and any other key kept; lenient graphs."""
+    out = []
+    for item, task in _checked(data, source, False, None, need_questions=False):
+        fields = {"questions": [], "inputs": item.get("inputs") or "", "images": list(item.get("images") or [])}
+        out.append({**item, **fields, **(task.to_json() if task is not None else {})})
+    return out
+
+
+def load_tasks(path: str | os.PathLike[str], strict: bool = True) -> list[VQATask]:
+    """The one loader of BrickBench task files (the env registry, the LLM adapter, the benchmark runner and the
+    scorers all read task files through it): a JSON list validated by :func:`parse_tasks`, image paths taken
+    relative to the file's folder. Errors name the file, task id and field (``strict=False``: lenient graphs)."""
     path = Path(path)
     try:
         data = read_json(path)
     except JSONInputError as exc:
         raise TaskFileError(str(exc)) from None
-    return parse_tasks(data, source=str(path), strict=strict)
+    except OSError as exc:
+        raise TaskFileError(f"{path}: cannot read task file: {exc.strerror or exc}") from None
+    return parse_tasks(data, source=str(path), strict=strict, base=path.parent)

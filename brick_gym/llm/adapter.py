@@ -40,7 +40,10 @@ from typing import Any
 
 from brick_gym.core.builder import Builder
 from brick_gym.core.rules import Inventory, Rules
-from brick_gym.io.files import JSONInputError, atomic_write_json, atomic_write_text, read_json
+from brick_gym.io.files import atomic_write_json, atomic_write_text
+from brick_gym.judges.vqa import VQATask, check_tasks
+from brick_gym.judges.vqa import load_tasks as load_vqa_tasks
+from brick_gym.llm.budgets import MAX_TOOL_CALLS, MAX_TURNS
 from brick_gym.llm.context import ContextOverflow, ContextPolicy, Conversation
 from brick_gym.llm.messages import AssistantTurn, ChatClient, Message, ToolCall
 from brick_gym.llm.sandbox import SandboxLimits
@@ -93,8 +96,8 @@ class EpisodeConfig:
     setting: str = "model"
     inventory: str | None = None
     """Inventory JSON for alt-build (default: ``$BRICKAGENT_SET``)."""
-    max_turns: int = 300
-    max_tool_calls: int = 2000
+    max_turns: int = MAX_TURNS
+    max_tool_calls: int = MAX_TOOL_CALLS
     max_tokens: int | None = None
     """Budget on prompt + completion tokens summed over turns (estimated where the server reports none)."""
     max_seconds: float | None = None
@@ -160,29 +163,23 @@ class BenchTask:
     images: list[str] = field(default_factory=list)
 
     @classmethod
+    def from_task(cls, task: VQATask) -> BenchTask:
+        """From a task of a loaded task file (:func:`brick_gym.judges.vqa.load_tasks`)."""
+        return cls(task.id, task.prompt, [q.to_dict() for q in task.graph], task.inputs, list(task.images))
+
+    @classmethod
     def from_json(cls, data: dict[str, Any]) -> BenchTask:
-        """From one entry of a BrickBench task file (or a project task with ``inputs`` and ``images``)."""
-        images = data.get("images") or []
-        if not isinstance(images, list) or not all(isinstance(p, str) for p in images):
-            raise ValueError(f"task {data.get('id')!r}: 'images' must be a list of file paths")
-        inputs = data.get("inputs") or ""
-        if not isinstance(inputs, str):
-            raise ValueError(f"task {data.get('id')!r}: 'inputs' must be text")
-        return cls(str(data["id"]), str(data["prompt"]), list(data.get("questions") or []), inputs, list(images))
+        """From one task dict (a task-file entry, or a project task, whose questions may be empty), checked as task
+        files are (:func:`brick_gym.judges.vqa.check_tasks`); ``TaskFileError`` names the task and field."""
+        d = check_tasks([data], source="task")[0]
+        return cls(d["id"], d["prompt"], d["questions"], d["inputs"], d["images"])
 
 
 def load_tasks(path: str | os.PathLike[str]) -> list[BenchTask]:
-    """Every task of a BrickBench task file (a JSON list), validated like every task file
-    (:func:`brick_gym.judges.vqa.parse_tasks`: safe ids, fields, lenient graphs); ``TaskFileError`` names the
-    file, the task and the field."""
-    from brick_gym.judges.vqa import TaskFileError, parse_tasks
-
-    try:
-        data = read_json(path)
-    except JSONInputError as exc:
-        raise TaskFileError(str(exc)) from None
-    parse_tasks(data, str(path), strict=False)
-    return [BenchTask.from_json(d) for d in data]
+    """Every task of a BrickBench task file, read by the one task-file loader
+    (:func:`brick_gym.judges.vqa.load_tasks`: safe ids, fields, lenient graphs, images next to the file);
+    ``TaskFileError`` names the file, the task and the field."""
+    return [BenchTask.from_task(t) for t in load_vqa_tasks(path, strict=False)]
 
 
 @dataclass
@@ -235,7 +232,7 @@ def system_prompt(
     inventory: Inventory | None,
     prompt: str,
     *,
-    max_turns: int = 300,
+    max_turns: int = MAX_TURNS,
     max_tool_calls: int | None = None,
     protocol: str = "checked",
     toolset: str = "program",

@@ -15,7 +15,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, Protocol
 
@@ -28,7 +28,6 @@ __all__ = [
     "BpeCounter",
     "CharClassCounter",
     "TokenCounter",
-    "conversation_tokens",
     "default_counter",
     "image_size",
     "image_tokens",
@@ -150,8 +149,3 @@ def message_tokens(message: Message, counter: TokenCounter) -> int:
 def tools_tokens(tools: Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
     """Tokens of the tool definitions as a server renders them (their JSON, plus framing per tool)."""
     return sum(MESSAGE_OVERHEAD + counter.text(json.dumps(t, separators=(",", ":"))) for t in tools)
-
-
-def conversation_tokens(messages: Iterable[Message], counter: TokenCounter) -> int:
-    """Tokens of a whole conversation (without tools)."""
-    return sum(message_tokens(m, counter) for m in messages)

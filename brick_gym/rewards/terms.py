@@ -236,15 +236,6 @@ class RewardSpec:
         total = sum(w * values[t.name] for t, w in active)
         return float(total), values
 
-    def with_weights(self, **weights: float) -> RewardSpec:
-        """A copy with some weights changed (by term name); unknown names raise KeyError."""
-        known = set(self.names)
-        unknown = set(weights) - known
-        if unknown:
-            raise KeyError(f"unknown reward terms {sorted(unknown)}; known: {sorted(known)}")
-        weighted = tuple((t, float(weights.get(t.name, w))) for t, w in self.weights)
-        return RewardSpec(weighted, self.gate_on_validity, self.logged)
-
     def plus(self, term: RewardTerm, weight: float) -> RewardSpec:
         """A copy with one more term."""
         return RewardSpec((*self.weights, (term, float(weight))), self.gate_on_validity, self.logged)
@@ -270,9 +261,3 @@ def standard_rewards(**weights: float) -> RewardSpec:
     defaults.update(weights)
     extra = tuple(OPTIONAL_TERMS[name] for name in OPTIONAL_TERMS if name in weights)
     return RewardSpec(tuple((t, float(defaults[t.name])) for t in (*STANDARD_TERMS, *extra)))
-
-
-def spec_from_weights(weights: Sequence[tuple[str, float]] | dict[str, float], gate: bool = False) -> RewardSpec:
-    """A spec over the standard terms from a {name: weight} mapping (configs and CLIs)."""
-    spec = standard_rewards(**dict(weights))
-    return RewardSpec(spec.weights, gate)

@@ -275,7 +275,7 @@ class _Resume:
 def latest_checkpoint(checkpoints: Path) -> tuple[Path, dict[str, Any]] | None:
     """The latest checkpoint in a run's ``train/checkpoints`` folder that a run can resume from, and its state: one
     saved with a usable state record (a checkpoint without one was cut short, one with a damaged one is passed over).
-    The one rule for resuming a run and for carrying it (:mod:`brick_gym.rl.carry`)."""
+    The one rule for resuming a run."""
     found = []
     for state_path in checkpoints.glob("rl_model_*_steps.json"):
         try:

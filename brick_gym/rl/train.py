@@ -61,6 +61,7 @@ def train(
     require("sb3_contrib", "train()")
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+    from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from brick_gym.rl.callbacks import checkpoint_callback
@@ -98,6 +99,9 @@ def train(
             device="cpu",
             policy_kwargs=policy_kwargs,
         )
+    # SB3's own logger writes nothing here (the run records its curve, episodes and result itself); configured on the
+    # run's folder, because left alone it makes an empty SB3-<date> folder in the system temp folder on every learn().
+    model.set_logger(configure(str(out), []))
     start = int(model.num_timesteps)
     cbs = list(callbacks or [])
     if config.checkpoint_every:

@@ -245,6 +245,23 @@ def test_malformed_task_file_exits_2_naming_file_task_and_field(tmp_path, capsys
     assert not out.exists()
 
 
+def test_a_task_files_inputs_and_images_reach_the_agent(tmp_path):
+    """The runner once loaded only id, prompt and questions: a task file's ``inputs`` and ``images`` were dropped."""
+    from PIL import Image
+
+    Image.new("RGB", (8, 8), "red").save(tmp_path / "plan.png")
+    task = {**json.loads(MODEL_TASKS.read_text())[0], "inputs": "Footprint: 6x6 studs.", "images": ["plan.png"]}
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps([task]))
+    (loaded,) = runner.load_bench_tasks(tasks)
+    assert loaded["inputs"] == task["inputs"] and loaded["images"] == [str(tmp_path / "plan.png")]
+    summary = run(tasks, "model", "heuristic", tmp_path / "out", config=_config(render=False), progress=False)
+    assert summary.ran == [task["id"]]
+    lines = (summary.out_dir / task["id"] / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
+    user = next(r for r in map(json.loads, lines) if r["type"] == "message" and r["role"] == "user")
+    assert "Footprint: 6x6 studs." in user["text"] and user["images"] == [str(tmp_path / "plan.png")]
+
+
 def test_task_file_not_json_and_missing(tmp_path, capsys):
     bad = tmp_path / "tasks.json"
     bad.write_text("[{")

@@ -84,3 +84,22 @@ def test_positions_outside_the_coordinate_bound_are_refused() -> None:
     assert not out.ok and out.reason == "bad_pose" and "outside ±1,000,000 LDU" in out.message
     assert asm.add("3001", "red", translation(0, -MAX_COORDINATE_LDU + 100, 0)).ok
     assert len(asm) == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(-720, 720, allow_nan=False))
+def test_yaw_of_reads_back_the_yaw_a_user_types(degrees: float) -> None:
+    """The one yaw convention: what ``pose(yaw=...)`` (and every placement's yaw) takes, ``yaw_of`` gives back."""
+    read = yaw_of(pose((0, 0, 0), yaw=degrees))
+    assert 0.0 <= read < 360.0
+    assert math.isclose(math.cos(math.radians(read - degrees)), 1.0, abs_tol=1e-9)
+
+
+def test_yaw_of_agrees_with_placement_by_pose_and_by_connectors() -> None:
+    m = Builder()
+    base = m.add("3001", "red")
+    by_pose = m.add("3001", "blue", (200.0, 0.0, 0.0), yaw=90)
+    by_connectors = m.attach("3001", "green", to=f"{base.piece}.stud[0]", by="hole[0]", yaw=90)
+    assert by_pose.ok and by_connectors.ok
+    assert yaw_of(m[by_pose.piece].pose) == 90.0 == yaw_of(m[by_connectors.piece].pose)
+    assert yaw_of(rotation("y", -90)) == 270.0

@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import brick_gym.envs  # noqa: F401
+from brick_gym.core.pieces import Placement
+from brick_gym.core.poses import yaw_of
 from brick_gym.core.rules import Rules
 from brick_gym.core.validity import consistency_errors
 from brick_gym.envs import BrickAssemblyEnv, EnvConfig, make_task
@@ -185,6 +187,26 @@ def test_render_modes() -> None:
     env = BrickAssemblyEnv(small_env().task, config=EnvConfig(**SMALL), render_mode="ansi")
     env.reset(seed=0)
     assert "plate 6x6" in env.render()
+
+
+def test_text_render_and_observation_give_the_yaw_that_was_placed() -> None:
+    """A piece placed by a yaw-90 action reads "yaw 90" in the text render (as in tool results: core.poses.yaw_of)
+    and (cos, sin) = (0, 1) in its observation row; the env's own yaw once read -90 here."""
+    env = BrickAssemblyEnv(small_env().task, config=EnvConfig(**SMALL), render_mode="ansi")
+    env.reset(seed=0)
+    slot = env.palette[0]
+    for target in env.view.targets:
+        action = env.encode_placement(Placement(slot.stem, slot.colour, target, slot.sources[0], 90.0))
+        obs, _, _, _, info = env.step(action)
+        if info.get("outcome") == "placed":
+            break
+    else:
+        pytest.fail("no yaw-90 placement was legal")
+    piece = max(p.id for p in env.assembly)
+    assert yaw_of(env.assembly[piece].pose) == 90.0
+    line = next(ln for ln in env.render().splitlines() if ln.lstrip().startswith(f"#{piece} "))
+    assert line.endswith("yaw 90"), line
+    np.testing.assert_allclose(obs["pieces"][piece, 5:7], [0.0, 1.0], atol=1e-6)
 
 
 action_strategy = st.one_of(

@@ -11,13 +11,13 @@ import pytest
 pytest.importorskip("pettingzoo")
 
 from gymnasium.utils.env_checker import data_equivalence
-from pettingzoo.test import api_test, seed_test
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
 
 from brick_gym.core.colours import colour
 from brick_gym.core.pieces import Placement
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.envs.episode import EnvConfig, EnvTask
-from brick_gym.envs.multi_builder import MultiBuilderEnv, default_task, env, raw_env
+from brick_gym.envs.multi_builder import MultiBuilderEnv, default_task, env, parallel_env, raw_env
 from brick_gym.envs.palette import make_palette, target_slots
 
 PALETTE = make_palette([("3001", "red"), ("3003", "blue"), ("3005", "yellow")])
@@ -87,6 +87,57 @@ def test_default_factory_and_spaces() -> None:
     assert obs["action_mask"].dtype == np.int8
     assert e.action_space("builder_0").n == len(obs["action_mask"])
     assert e.observation_space("builder_0") is not e.observation_space("builder_1")  # seeded separately
+
+
+def test_multi_builder_env_is_constructible_with_its_documented_defaults() -> None:
+    """``MultiBuilderEnv()`` as the docs name it: two builders on default_task() under DEFAULT_MULTI_CONFIG."""
+    e = MultiBuilderEnv()
+    assert (e.n_builders, e.split, e.shared_reward, e.codec.name) == (2, "inventory", True, "candidates")
+    assert e.task.name == default_task().name and e.config.max_pieces == 32
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        api_test(MultiBuilderEnv(config=CONFIG), num_cycles=40)
+
+
+# ----- parallel API --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("task", "split", "n"), [(STOCKED_TASK, "inventory", 2), (FREE_TASK, "region", 3)])
+def test_parallel_api_test(task: EnvTask, split: str, n: int) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # parallel_api_test warns about missing or extra keys
+        parallel_api_test(parallel_env(task, n, config=CONFIG, split=split), num_cycles=40)
+
+
+@pytest.mark.parametrize("split", ["inventory", "region"])
+def test_parallel_seed_test(split: str) -> None:
+    parallel_seed_test(lambda: parallel_env(STOCKED_TASK, 2, config=CONFIG, split=split), num_cycles=100)
+
+
+def test_a_round_reads_each_action_against_what_its_builder_saw() -> None:
+    """builder_0 and builder_1 both pick a brick on the same stud: builder_0 acts first and places it; builder_1's
+    choice is read from its start-of-round list (not re-indexed into the new one) and refused as occupied."""
+    par = parallel_env(STOCKED_TASK, 2, config=CONFIG)
+    obs, _ = par.reset(seed=0)
+    mine, theirs = par.aec.candidates("builder_0"), par.aec.candidates("builder_1")
+    i0, i1 = next((i, j) for i, p in enumerate(mine) for j, q in enumerate(theirs) if p.target == q.target)
+    assert obs["builder_0"]["action_mask"][i0] and obs["builder_1"]["action_mask"][i1]
+    obs, rewards, terms, truncs, infos = par.step({"builder_0": i0, "builder_1": i1})
+    assert infos["builder_0"]["invalid_reason"] is None and infos["builder_0"]["outcome"] == "placed"
+    assert infos["builder_1"]["invalid_reason"].startswith(("occupied", "collision")), infos["builder_1"]
+    assert len(par.aec.assembly) == 2 and set(obs) == set(rewards) == set(terms) == {"builder_0", "builder_1"}
+    assert rewards["builder_0"] == rewards["builder_1"]  # shared reward: both are paid both turns
+    assert par.agents == ["builder_0", "builder_1"] and not any(terms.values()) and not any(truncs.values())
+
+
+def test_a_builder_that_stops_leaves_after_its_round_and_a_missing_action_is_a_penalised_no_op() -> None:
+    par = parallel_env(STOCKED_TASK, 2, config=CONFIG)
+    par.reset(seed=0)
+    stop = par.action_space("builder_0").n - 1
+    _, _, terms, _, infos = par.step({"builder_0": stop})  # builder_1 gives no action
+    assert terms == {"builder_0": True, "builder_1": False} and par.agents == ["builder_1"]
+    assert infos["builder_1"]["invalid_reason"].startswith("bad_action")
+    _, _, terms, _, _ = par.step({"builder_1": stop})
+    assert terms == {"builder_1": True} and par.agents == []
+    assert par.aec.report is not None
 
 
 # ----- inventory split -----------------------------------------------------------------------------------------------
@@ -340,3 +391,17 @@ def test_same_seed_same_actions_same_observations_and_pickle_round_trip() -> Non
     wrapped = pickle.loads(pickle.dumps(env(default_task(), 2, config=CONFIG)))
     wrapped.reset(seed=0)
     assert wrapped.agents == ["builder_0", "builder_1"]
+
+
+def test_the_docs_parallel_example_runs() -> None:
+    """The code block of docs/reference/multi-builder.md plays a random masked episode to its end."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "multi-builder.md"
+    code = page.read_text(encoding="utf-8").split("```python\n", 1)[1].split("```", 1)[0]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(page), "exec"), {})
+    assert out.getvalue().strip() in ("True", "False")

@@ -63,15 +63,17 @@ def test_masks_are_well_formed_before_reset() -> None:
         assert all(m.any() for m in env.codec.split_mask(mask))
 
 
-def test_maskable_ppo_learns_on_a_wrapped_env() -> None:
+def test_maskable_ppo_learns_on_a_wrapped_env(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.logger import configure
 
     from brick_gym.rl.policies import policy_for
 
     env = gym.wrappers.RecordEpisodeStatistics(gym.make("BrickGym/FidelityCandidates-v0", max_candidates=8, **SMALL))
     policy, kwargs = policy_for("BrickGym/FidelityCandidates-v0", {"max_candidates": 8})
     model = MaskablePPO(policy, env, n_steps=32, batch_size=32, n_epochs=1, policy_kwargs=kwargs, device="cpu")
+    model.set_logger(configure(str(tmp_path), []))  # SB3's default makes an SB3-<date> folder in the temp folder
     model.learn(64)
     assert model.num_timesteps >= 64
 

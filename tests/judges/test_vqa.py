@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from brick_gym.judges.vqa import (
     REPLY_LINE,
@@ -15,6 +17,7 @@ from brick_gym.judges.vqa import (
     QuestionGraphError,
     TaskFileError,
     build_vqa_prompt,
+    check_tasks,
     gated_pass,
     load_tasks,
     parse_tasks,
@@ -273,3 +276,104 @@ def test_task_file_errors_name_task_and_field(tmp_path: Path) -> None:
     path.write_text(json.dumps(task_json(prompt="")))
     with pytest.raises(TaskFileError, match=f"{path.name}.*model-777.*'prompt'"):
         load_tasks(path)
+
+
+def test_inputs_and_images_are_read_and_images_stay_next_to_the_task_file(tmp_path: Path) -> None:
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "front.png").write_bytes(b"\x89PNG")
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(task_json(inputs="Footprint 8x8.", images=["plans/front.png"])))
+    (task,) = load_tasks(path)
+    assert task.inputs == "Footprint 8x8." and task.images == (str(tmp_path / "plans" / "front.png"),)
+    entry = task.to_json()
+    assert entry["inputs"] == "Footprint 8x8." and entry["images"] == list(task.images)
+    assert [q["key"] for q in entry["questions"]] == ["car", "car.color"]
+    assert parse_tasks([entry])[0].to_json() == entry  # the entry reads back as itself
+    path.write_text(json.dumps(task_json()))
+    assert load_tasks(path)[0].images == () and load_tasks(path)[0].inputs == ""
+    outside = tmp_path.parent / "secret.png"
+    outside.write_bytes(b"x")
+    (tmp_path / "link.png").symlink_to(outside)
+    cases = [
+        ({"images": ["../secret.png"]}, r"images\[0\]"),
+        ({"images": [str(outside)]}, r"images\[0\]"),
+        ({"images": ["link.png"]}, r"images\[0\].*outside"),
+        ({"images": ["plans/side.png"]}, r"images\[0\]: no file 'plans/side.png'"),
+        ({"images": "plans/front.png"}, "'images'"),
+        ({"images": [3]}, "'images'"),
+        ({"inputs": ["a"]}, "'inputs'"),
+    ]
+    for override, message in cases:
+        path.write_text(json.dumps(task_json(**override)))
+        with pytest.raises(TaskFileError, match=f"{path.name}.*model-777.*{message}"):
+            load_tasks(path)
+    with pytest.raises(TaskFileError, match=r"nope\.json: cannot read task file"):
+        load_tasks(tmp_path / "nope.json")
+
+
+def test_tasks_given_in_code_are_checked_like_file_entries_but_may_have_no_questions() -> None:
+    """A project's runner tasks carry their own keys and may have no VQA questions."""
+    project = {"id": "tram-r1", "prompt": "A tram.", "setting": "free", "repeat": 1, "images": ["/abs/plan.png"]}
+    (checked,) = check_tasks([project])
+    assert checked == {**project, "questions": [], "inputs": ""}
+    (entry,) = check_tasks(task_json(inputs="x"))
+    assert entry["questions"] == task_json()[0]["questions"] and entry["inputs"] == "x" and entry["images"] == []
+    for bad, message in (
+        ({**project, "id": "../up"}, "task #0"),
+        ({**project, "questions": "none"}, "tram-r1.*'questions'"),
+        ({**project, "images": [1]}, "tram-r1.*'images'"),
+        ({**project, "prompt": ""}, "tram-r1.*'prompt'"),
+    ):
+        with pytest.raises(TaskFileError, match=message):
+            check_tasks([bad], source="suite")
+    with pytest.raises(TaskFileError, match="non-empty list"):
+        parse_tasks([project])  # a task file's entries need questions
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_FIELDS = ("id", "prompt", "questions", "inputs", "images")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    whole=_json,
+    field=st.sampled_from(_FIELDS),
+    value=_json,
+    question_field=st.sampled_from(("key", "question", "kind", "subtype", "dependencies")),
+    question_value=_json,
+)
+def test_malformed_task_json_is_a_clear_value_error_never_a_crash(
+    whole: object, field: str, value: object, question_field: str, question_value: object
+) -> None:
+    """Any JSON (a whole file, one task field, one question field replaced) loads or raises TaskFileError (a
+    ValueError) naming the source; it never raises anything else."""
+    good = task_json()[0]
+    broken_question = {**good["questions"][0], question_field: question_value}  # type: ignore[index]
+    for data in (whole, [whole], [{**good, field: value}], [{**good, "questions": [broken_question]}]):
+        try:
+            tasks = parse_tasks(data, source="tasks.json", strict=False)
+        except TaskFileError as exc:
+            assert isinstance(exc, ValueError) and str(exc).startswith("tasks.json: "), exc
+        else:
+            assert all(isinstance(t.id, str) and isinstance(t.inputs, str) for t in tasks)
+        try:
+            checked = check_tasks(data, source="tasks.json")
+        except TaskFileError as exc:
+            assert str(exc).startswith("tasks.json: "), exc
+        else:
+            assert all(isinstance(t["questions"], list) and isinstance(t["inputs"], str) for t in checked)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=64) | _json.map(lambda v: json.dumps(v).encode()))
+def test_any_task_file_bytes_load_or_name_the_file(tmp_path_factory: pytest.TempPathFactory, raw: bytes) -> None:
+    path = tmp_path_factory.mktemp("tasks") / "tasks.json"
+    path.write_bytes(raw)
+    try:
+        load_tasks(path, strict=False)
+    except TaskFileError as exc:
+        assert str(exc).startswith(str(path)), exc

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from brick_gym.core.modelfile import load
 from brick_gym.core.rules import Inventory
 from brick_gym.llm.adapter import NUDGE, BenchTask, EpisodeConfig, load_tasks, run_episode, system_prompt
@@ -215,6 +217,30 @@ def test_system_prompt_states_setting_rules_and_tools() -> None:
 def test_load_tasks(shared_data: Path) -> None:
     tasks = load_tasks(shared_data / "sample-model-tasks.json")
     assert tasks and tasks[0].id and tasks[0].prompt and tasks[0].questions[0]["key"]
+
+
+def test_tasks_come_from_the_one_task_file_loader(tmp_path: Path) -> None:
+    """adapter.load_tasks and BenchTask.from_json read and check tasks as judges.vqa does (inputs and images too)."""
+    from brick_gym.bench.runner import default_tasks
+    from brick_gym.judges.vqa import TaskFileError
+    from brick_gym.judges.vqa import load_tasks as load_vqa_tasks
+
+    raw = json.loads(default_tasks("model").read_text(encoding="utf-8"))[0]
+    (tmp_path / "plan.png").write_bytes(b"png")
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps([{**raw, "inputs": "8x8 studs", "images": ["plan.png"]}]))
+    (task,) = load_tasks(path)
+    assert (task.id, task.prompt, task.questions) == (raw["id"], raw["prompt"], raw["questions"])
+    assert task.inputs == "8x8 studs" and task.images == [str(tmp_path / "plan.png")]
+    assert BenchTask.from_json(load_vqa_tasks(path)[0].to_json()) == task
+    for bad, field in (({**raw, "images": "plan.png"}, "'images'"), ({**raw, "prompt": 3}, "'prompt'")):
+        path.write_text(json.dumps([bad]))
+        with pytest.raises(TaskFileError, match=f"tasks.json.*{raw['id']}.*{field}"):
+            load_tasks(path)
+        with pytest.raises(TaskFileError, match=f"{raw['id']}.*{field}"):
+            BenchTask.from_json(bad)
+    project = BenchTask.from_json({"id": "tram-r1", "prompt": "A tram.", "setting": "free", "inputs": "8 studs"})
+    assert project == BenchTask("tram-r1", "A tram.", [], "8 studs", [])  # a project task may have no questions
 
 
 def test_transcripts_read_back_and_malformed_ones_name_the_line(tmp_path: Path, capsys) -> None:

@@ -343,3 +343,19 @@ def test_attach_without_by_takes_the_builders_first_fit(monkeypatch: pytest.Monk
     assert under.text.endswith(
         "(by was not given: used stud[3], the first connector of 3001 that fits a hole; give by= to choose another)"
     )
+
+
+def test_tool_results_give_back_the_yaw_that_was_typed() -> None:
+    """yaw 90 in (attach_part's yaw, add_part's rotation_deg_y), "yaw 90" out (their results and list_pieces),
+    as core.poses.yaw_of reads it and as the env's text render shows it (tests/envs/test_assembly_env.py)."""
+    from brick_gym.core.poses import yaw_of
+
+    s = ToolSession("model")
+    assert s.call("add_part", {"part": "plate 6x6", "colour": "green"}).ok
+    attached = s.call("attach_part", {"part": "3001", "colour": "blue", "to": "0.stud[0]", "by": "hole[0]", "yaw": 90})
+    added = s.call("add_part", {"part": "3001", "colour": "red", "position": [400, -8, 0], "rotation_deg_y": 90})
+    assert attached.ok and added.ok, (attached.text, added.text)
+    for result in (attached, added):
+        assert " yaw 90;" in result.text and yaw_of(s.assembly[result.data["piece"]].pose) == 90.0, result.text
+    listed = s.call("list_pieces", {"pieces": [1, 2]})
+    assert listed.text.count(" yaw 90") == 2, listed.text

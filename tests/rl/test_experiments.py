@@ -450,35 +450,3 @@ def test_any_json_as_a_checkpoint_state_is_judged_without_failing(value) -> None
     assert _usable_state(_state(5)) and not _usable_state({**_state(5), "timesteps": True})
     if isinstance(value, dict):
         assert _usable_state({**_state(5), **value}) in (True, False)
-
-
-def test_an_unfinished_run_is_carried_with_the_checkpoint_it_would_resume_from(tmp_path: Path) -> None:
-    """experiments/carry_run.sh (brick_gym.rl.carry): results, logs and each run's latest checkpoint with a usable
-    state, by the rule resuming uses (one without a state, or with a damaged one, is passed over); no wandb, no
-    lock; carrying again replaces the carried copy."""
-    import subprocess
-
-    out = tmp_path / "out" / "medium-full"
-    ck = out / "runs" / "ppo" / "seed-0" / "train" / "checkpoints"
-    ck.mkdir(parents=True)
-    for steps in (50_000, 100_000, 150_000):
-        _checkpoint_zip(ck / f"rl_model_{steps}_steps.zip")
-        state = _state(steps) if steps < 150_000 else {**_state(steps), "episodes": -1}  # damaged
-        (ck / f"rl_model_{steps}_steps.json").write_text(json.dumps(state))
-    (ck / "rl_model_200000_steps.zip").write_bytes(b"cut short")  # no state: not complete
-    (out / "runs" / "ppo" / "seed-0" / "curve.jsonl").write_text('{"timesteps": 0}\n')
-    (out / "wandb").mkdir()
-    (out / "wandb" / "run.wandb").write_text("x")
-    (out / ".run.lock").write_text("{}")
-    script = Path(__file__).resolve().parents[2] / "experiments" / "carry_run.sh"
-    for _ in range(2):
-        subprocess.run(["bash", str(script), str(out), str(tmp_path / "carried")], check=True, capture_output=True)
-    got = sorted(str(p.relative_to(tmp_path / "carried")) for p in (tmp_path / "carried").rglob("*") if p.is_file())
-    assert got == [
-        "medium-full/runs/ppo/seed-0/curve.jsonl",
-        "medium-full/runs/ppo/seed-0/train/checkpoints/rl_model_100000_steps.json",
-        "medium-full/runs/ppo/seed-0/train/checkpoints/rl_model_100000_steps.zip",
-    ]
-    from brick_gym.rl.carry import main as carry_main
-
-    assert carry_main([str(tmp_path / "nowhere")]) == 2  # a clear refusal, no traceback

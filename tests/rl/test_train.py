@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -45,3 +47,36 @@ def test_train_hands_its_settings_to_maskable_ppo(tmp_path) -> None:
     model = MaskablePPO.load(result["model"], device="cpu")
     assert (model.n_epochs, model.n_steps, model.batch_size) == (3, 16, 8)
     assert result["eval"]["episodes"] == 1
+
+
+def test_training_leaves_no_sb3_folder_in_the_temp_folder(tmp_path, monkeypatch) -> None:
+    """SB3's default logger made an empty ``SB3-<date>`` folder in the system temp folder on every learn()
+    (fresh and resumed runs alike); train() points it at the run's folder."""
+    pytest.importorskip("sb3_contrib")
+    import tempfile
+
+    from brick_gym.rl.config import TrainConfig
+    from brick_gym.rl.train import train
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # gettempdir() caches its answer
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    kwargs = {"max_candidates": 8, "max_steps": 6}
+    config = TrainConfig(
+        env_kwargs=kwargs,
+        eval_kwargs={"split": "test", **kwargs},
+        total_timesteps=16,
+        n_envs=1,
+        n_steps=16,
+        batch_size=8,
+        n_epochs=1,
+        eval_episodes=1,
+        checkpoint_every=16,
+        out_dir=str(tmp_path / "run"),
+    )
+    train(config)
+    (checkpoint,) = (tmp_path / "run" / "checkpoints").glob("*.zip")
+    train(dataclasses.replace(config, total_timesteps=32), resume=str(checkpoint))
+    assert list(temp.glob("SB3-*")) == []  # (torch may put its own compile cache there: not ours to judge)
