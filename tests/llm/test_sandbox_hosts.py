@@ -129,7 +129,9 @@ def test_a_forged_result_is_refused_before_it_is_parsed(host_user: HostUser, meg
         "        pass\n"
         "os._exit(0)"
     )
-    result = _run(host_user, forge, memory_bytes=3 * 1024**3)
+    # generous time: building and writing 48 MB must not meet a CPU or wall limit on a loaded host (the refusal is
+    # what is tested, and a limit would end the run with another message)
+    result = _run(host_user, forge, memory_bytes=3 * 1024**3, cpu_seconds=60, wall_seconds=120)
     assert not result["ok"] and why in result["text"], result["text"]
     assert result["peak_mb"] < 250, result
 

@@ -20,8 +20,12 @@ def _raw(policy, lid: str, episodes: int) -> float:
     return evaluate(policy, lid, episodes=episodes)["raw_mean"]
 
 
+#: Levels whose leak check runs on every suite run; the rest (big palettes, long horizons) opt in with --runslow.
+ALWAYS = {"fidelity-small", "fidelity-medium"}
+
+
 @pytest.mark.parametrize(
-    "lid", [pytest.param(lid, marks=pytest.mark.slow) if lid == "fidelity-large" else lid for lid in FIDELITY]
+    "lid", [lid if lid in ALWAYS else pytest.param(lid, marks=pytest.mark.slow) for lid in FIDELITY]
 )
 def test_first_legal_is_no_better_than_random_plus_a_tenth(lid: str) -> None:
     episodes = 1 if lid == "fidelity-large" else EPISODES
