@@ -1,7 +1,7 @@
 """HTML building blocks of the report: every piece of text escaped on the way in, bounded in length, and one page
 shell (title, stylesheet, scripts) that works from disk.
 
-Text from run folders is untrusted: it only ever reaches a page through :func:`text` (or :func:`pre`, :func:`cell`),
+Text from run folders is untrusted: it only ever reaches a page through :func:`text` (or :func:`pre`, :func:`fmt`),
 which HTML-escape it (quotes included) after cutting it to a bounded length. Attribute values and links are made
 here from our own names (file names checked by the collector), and still escaped.
 """
@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["MAX_TEXT_CHARS", "cell", "details", "fmt", "link", "page", "pre", "table", "text"]
+__all__ = ["MAX_TEXT_CHARS", "details", "fmt", "link", "page", "pre", "table", "text"]
 
 MAX_TEXT_CHARS = 20_000
 """Characters of one text shown on a page (a tool result, a reply); the rest is cut with a note of how much."""
@@ -45,11 +45,6 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}" if math.isfinite(value) else "—"
     return text(value, 200)
-
-
-def cell(value: Any) -> str:
-    """A table cell's content: numbers formatted, text escaped."""
-    return fmt(value)
 
 
 def link(href: str, label: str) -> str:

@@ -231,7 +231,7 @@ class Site:
             return '<h2>Verdict</h2><p class="muted">Not re-checked.</p>'
         report = check.get("report") if isinstance(check.get("report"), dict) else check
         facts = [(k, report.get(k)) for k in ("valid", "setting", "pieces", "components", "joints") if k in report]
-        out = "<h2>Verdict</h2>" + h.table(("", "re-checked"), [(h.text(k), h.cell(v)) for k, v in facts])
+        out = "<h2>Verdict</h2>" + h.table(("", "re-checked"), [(h.text(k), h.fmt(v)) for k, v in facts])
         issues = check.get("issues") or report.get("issues") or []
         if issues:
             rows = [
@@ -306,10 +306,10 @@ class Site:
         if not done:
             return ""
         keys = ("stop_reason", "turns", "tool_calls", "seconds", "cost_usd", "pieces", "valid")
-        rows = [(h.text(k), h.cell(done.get(k))) for k in keys if k in done]
+        rows = [(h.text(k), h.fmt(done.get(k))) for k in keys if k in done]
         tokens = done.get("tokens")
         if isinstance(tokens, dict):
-            rows += [(h.text(k), h.cell(v)) for k, v in tokens.items()]
+            rows += [(h.text(k), h.fmt(v)) for k, v in tokens.items()]
         if done.get("error"):
             rows.append((h.text("error"), h.text(done.get("error"), 2000)))
         return "<h2>Episode</h2>" + h.table(("", "as the run recorded it"), rows)

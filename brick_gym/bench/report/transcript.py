@@ -37,7 +37,7 @@ def _episode(rec: dict[str, Any]) -> str:
     rows.append(("tools", ", ".join(str(t) for t in rec.get("tools") or [])))
     return (
         '<div class="msg event"><span class="role">episode</span>'
-        + h.table(("setting", "value"), [(h.text(k), h.cell(v)) for k, v in rows])
+        + h.table(("setting", "value"), [(h.text(k), h.fmt(v)) for k, v in rows])
         + "</div>"
     )
 
