@@ -224,6 +224,33 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    """Write an interactive 3D view of an LDraw model (``index.html``, ``model.glb``, assets) that opens from disk."""
+    import warnings
+
+    from brick_gym.bench.report.viewer import write_viewer
+    from brick_gym.core.ldraw import LDrawError, read_ldraw_file
+
+    try:
+        model = read_ldraw_file(args.path)
+    except LDrawError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"{args.path}: {exc.strerror or exc}")
+    if not model.parts:
+        return _fail(f"{args.path}: no part could be read; nothing to show")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            page = write_viewer(model, args.out, title=Path(args.path).name)
+        except (OSError, ValueError) as exc:
+            return _fail(f"{args.out}: {getattr(exc, 'strerror', None) or exc}")
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    print(page)
+    return 0
+
+
 def _finite(value: float) -> float | None:
     import math
 
@@ -428,6 +455,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--backend", choices=("auto", "moderngl", "software"), default="auto")
     p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("view", help="write an interactive 3D view of an .ldr/.mpd file (opens from disk)")
+    p.add_argument("path")
+    p.add_argument("--out", required=True, help="output folder (index.html, model.glb, assets/)")
+    p.set_defaults(func=cmd_view)
 
     p = sub.add_parser("elo", help="Bradley-Terry ELO from align and design judgment files (JSONL)")
     p.add_argument("align", help='align judgments, one {"task", "first", "second", "winner"} per line')

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages brick_gym needs beyond pip: Mesa's EGL + OpenGL runtime, so the moderngl
 # renderer can make a headless (surfaceless, GPU-less) OpenGL context on llvmpipe, and bubblewrap, the sandbox
-# that agents' programs (run_python, build.py) run in. Idempotent: packages already
+# that agents' programs (run_python, build.py) run in, and chromium, the headless browser the HTML report's tests
+# open its pages in. Idempotent: packages already
 # installed are skipped and apt is not touched at all when nothing is missing. Runs as root, or through sudo.
 #
 #   scripts/install-system-deps.sh            install what is missing
@@ -14,6 +15,7 @@ PACKAGES=(
   libegl-mesa0     # Mesa's EGL implementation (registers the software device used headless)
   libgl1-mesa-dri  # Mesa drivers, including llvmpipe (software rasteriser)
   bubblewrap       # bwrap: unprivileged namespaces for the program sandbox (brick_gym/llm/sandbox.py)
+  chromium         # headless browser the report's tests open pages in (tests/bench/test_report.py; not needed to use it)
 )
 
 check_only=0

@@ -1,9 +1,9 @@
 """``brick-gym bench ...``: run agents on BrickBench tasks, score runs, print ELO, build submissions, verify.
 
-Subcommands: ``run``, ``score``, ``elo``, ``submit``, ``verify``. Exit codes: 0 ok; 1 when the work was done but
-the result is not clean (``verify``: some model invalid; ``submit``: the zip breaks a rule; ``run``: an episode
-failed and will be redone by the next run); 2 unusable input (malformed task file, unreadable inventory, unknown
-agent or judge spec, missing folder), with one ``error:`` line saying which file and field.
+Subcommands: ``run``, ``score``, ``elo``, ``submit``, ``verify``, ``transcript``, ``report``. Exit codes: 0 ok; 1 when
+the work was done but the result is not clean (``verify``: some model invalid; ``submit``: the zip breaks a rule;
+``run``: an episode failed and will be redone by the next run); 2 unusable input (malformed task file, unreadable
+inventory, unknown agent or judge spec, missing folder), with one ``error:`` line saying which file and field.
 
 Also runnable as ``python -m brick_gym.bench.cli <subcommand> ...``.
 """
@@ -24,6 +24,7 @@ __all__ = [
     "add_episode_options",
     "build_parser",
     "cmd_elo",
+    "cmd_report",
     "cmd_run",
     "cmd_score",
     "cmd_submit",
@@ -322,18 +323,65 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_transcript(args: argparse.Namespace) -> int:
-    """Summarise an episode's ``transcript.jsonl`` (turns, tool calls and errors, tokens, cost, stop reason)."""
+    """Summarise an episode's ``transcript.jsonl`` (turns, tool calls and errors, tokens, cost, stop reason), or
+    export it (``--format sts``: the Hugging Face trace viewer's session-trace JSONL). PATH is the file or the
+    task folder that holds it."""
     from brick_gym.llm.adapter import TranscriptError, read_transcript, summarise_transcript
 
+    path = Path(args.path)
+    if path.is_dir():
+        path = path / "transcript.jsonl"
+        if not path.is_file():
+            return _fail(f"{args.path}: a folder without transcript.jsonl (give a task folder or the file)")
     try:
-        summary = summarise_transcript(read_transcript(args.path))
-    except (TranscriptError, OSError) as exc:
+        records = read_transcript(path)
+    except TranscriptError as exc:
         return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"{path}: {exc.strerror or exc}")
+    if args.format == "sts":
+        from brick_gym.io.files import atomic_write_text
+        from brick_gym.llm.trace_export import session_trace_jsonl
+
+        folder = path.resolve().parent
+        text = session_trace_jsonl(records, args.session_id or f"{folder.parent.name}/{folder.name}")
+        if args.out:
+            try:
+                atomic_write_text(args.out, text)
+            except OSError as exc:
+                return _fail(f"{args.out}: {exc.strerror or exc}")
+            print(f"wrote {args.out} ({text.count(chr(10))} lines, Hugging Face session-trace JSONL)")
+        else:
+            sys.stdout.write(text)
+        return 0
+    summary = summarise_transcript(records)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         for key, value in summary.items():
             print(f"{key:<12} {value}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write the static HTML report of a score folder or run folders (opens from disk, no server)."""
+    from brick_gym.bench.report import ReportInputError, write_report
+
+    try:
+        page = write_report(
+            args.source,
+            args.out,
+            tasks=args.tasks,
+            setting=args.setting,
+            inventory=args.inventory,
+            recheck=not args.no_recheck,
+            viewer=not args.no_3d,
+        )
+    except (ReportInputError, ValueError) as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"{exc.filename or args.out}: {exc.strerror or exc}")
+    print(f"wrote {page} (open it in a browser; no server needed)")
     return 0
 
 
@@ -408,10 +456,28 @@ def add_episode_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_subcommands(sub: Any) -> None:
-    p = sub.add_parser("transcript", help="summarise an episode's transcript.jsonl")
-    p.add_argument("path")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("transcript", help="summarise or export an episode's transcript.jsonl")
+    p.add_argument("path", help="transcript.jsonl, or the task folder that holds it")
+    p.add_argument("--json", action="store_true", help="the summary as JSON")
+    p.add_argument(
+        "--format",
+        choices=("summary", "sts"),
+        default="summary",
+        help="summary (default) or sts: the whole episode as Hugging Face session-trace JSONL (STS-Format)",
+    )
+    p.add_argument("--out", help="with --format sts: write here instead of standard output")
+    p.add_argument("--session-id", help="with --format sts: the session id (default: <agent folder>/<task folder>)")
     p.set_defaults(func=cmd_transcript)
+
+    p = sub.add_parser("report", help="write a static HTML report of a score folder or run folders")
+    p.add_argument("source", metavar="RUN_OR_SCORES", help="a `bench score` folder, a run folder, or a folder of them")
+    p.add_argument("--out", required=True, help="folder for index.html and its files")
+    p.add_argument("--tasks", help="task file, for prompts and VQA questions (default: the project's for the setting)")
+    p.add_argument("--setting", help="model, set or alt-build (default: the one the folders name)")
+    p.add_argument("--inventory", help="alt-build inventory, for re-checking models")
+    p.add_argument("--no-3d", action="store_true", help="leave out the interactive 3D views (smaller report)")
+    p.add_argument("--no-recheck", action="store_true", help="do not re-check models (no issue lists; faster)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("run", help="run an agent on a task file (resumable; one folder per task)")
     p.add_argument(

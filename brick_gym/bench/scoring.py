@@ -26,7 +26,8 @@ How each case scores (per system, over every task of the task file):
   note.
 
 Writes ``scores.json``, ``vqa.jsonl``, ``align.jsonl`` and ``design.jsonl`` (ELO judgment records, with the raw
-reply beside each), ``leaderboard.md`` and ``leaderboard.png``.
+reply beside each), ``leaderboard.md`` and ``leaderboard.png``, and ``tiles/<system>/<task>.png``: the image the
+pairwise judge saw of each build (``<system>`` as a folder name: ``/`` becomes ``__``).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ __all__ = [
     "format_markdown",
     "load_views",
     "score",
+    "system_folder",
 ]
 
 #: Times an unparsed reply is asked again before it is given up on.
@@ -347,7 +349,7 @@ class _Scorer:
         own = self._readable_views(self.dirs[system] / task_id / "views", system, task_id)
         if own is not None:
             return own
-        folder = safe_join(self.out, "views", _folder_name(system), task_id)
+        folder = safe_join(self.out, "views", system_folder(system), task_id)
         cached = self._readable_views(folder, system, task_id)
         if cached is not None:
             return cached
@@ -359,7 +361,20 @@ class _Scorer:
             return None
 
 
-def _folder_name(system: str) -> str:
+def _save_tile(tile: np.ndarray, path: Path) -> None:
+    """Write the image the pairwise judge sees of one build (kept for the report; atomic)."""
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        Image.fromarray(tile).save(tmp, format="PNG")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def system_folder(system: str) -> str:
     """A system name as one folder name (``runs/a`` -> ``runs__a``; any other unsafe character becomes ``_``)."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", system.replace("/", "__"))
     return name if name.strip("_") else "system_" + hashlib.sha256(system.encode()).hexdigest()[:8]
@@ -486,6 +501,8 @@ def score(
             continue
         # Pairwise: every pair, both questions, both presentation orders.
         tiles = {s: tile_views(v[:4], size=image_size) for s, v in views.items()}
+        for s, tile in tiles.items():
+            _save_tile(tile, safe_join(out_dir, "tiles", system_folder(s), f"{task.id}.png"))
         pending: list[tuple[str, str, str, Any]] = []
         for a, b in itertools.combinations(systems, 2):
             if a in tiles and b in tiles:

@@ -851,9 +851,10 @@ def summarise_transcript(records: list[dict[str, Any]]) -> dict[str, Any]:
     results = [r for r in records if r["type"] == "tool_result"]
     end = next((r for r in reversed(records) if r["type"] == "event" and r.get("event") == "end"), {})
     tokens: dict[str, int] = {}
-    for m in messages:
-        for k, v in (m.get("usage") or {}).items():
-            if isinstance(v, int):
+    for m in messages:  # the tokens the budget counted (the provider's, or estimated where it gave none)
+        counted = m.get("usage_counted") if isinstance(m.get("usage_counted"), dict) else m.get("usage") or {}
+        for k, v in counted.items():
+            if isinstance(v, int) and not isinstance(v, bool):
                 tokens[k] = tokens.get(k, 0) + v
     costs = [m.get("cost_usd") for m in messages]
     return {

@@ -6,12 +6,12 @@ are skipped with a ``RuntimeWarning``; unknown colour codes render neutral grey.
 
 Two backends draw the same picture (same cameras, shading and outline rules):
 
-* ``moderngl`` (default): OpenGL 3.3 through a headless EGL context (Mesa's llvmpipe on CPU, a GPU when there is
-  one). One vertex/index buffer per part *type*, instanced per piece (model matrix, colour, id); flat Lambert
-  shading (key light fixed relative to the camera + sky + ambient); a screen-space outline pass over a piece-id /
-  normal / plane-distance buffer (outlines between pieces and at silhouettes, fainter ones at creases such as
-  stud rims and at steps); translucent pieces blended back to front after the opaque ones; 2×2 supersampling
-  resolved in the outline pass. Back faces are culled only for closed meshes.
+* ``moderngl`` (default): OpenGL 3.3 through a headless EGL context (Mesa's llvmpipe on CPU, a GPU when there is one).
+  One vertex/index buffer per part *type*, instanced per piece (model matrix, colour, id); flat Lambert shading in
+  linear light (key light fixed relative to the camera + sky + ambient); a screen-space outline pass over a piece-id /
+  normal / plane-distance buffer (outlines between pieces and at silhouettes, fainter ones at creases such as stud
+  rims and at steps); translucent pieces blended back to front after the opaque ones; 2×2 supersampling resolved in
+  the outline pass. Back faces are culled only for closed meshes.
 * ``software``: a vectorised numpy z-buffer rasteriser (translucency by depth peeling), used when no EGL context
   can be made. Pip-only, about 8× slower.
 

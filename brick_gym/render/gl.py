@@ -1,7 +1,7 @@
 """The moderngl backend: OpenGL 3.3 through a headless EGL context, one per process (see :mod:`brick_gym.render`).
 
-One vertex/index buffer per part type, instanced per piece; flat Lambert shading; a screen-space outline pass that
-also resolves the supersampling; translucent pieces blended back to front after the opaque ones.
+One vertex/index buffer per part type, instanced per piece; flat Lambert shading in linear light; a screen-space
+outline pass that also resolves the supersampling; translucent pieces blended back to front after the opaque ones.
 """
 
 from __future__ import annotations
@@ -67,6 +67,8 @@ flat in float v_id;
 flat in float v_dark;
 layout(location = 0) out vec4 f_out0;
 layout(location = 1) out vec4 f_out1;
+vec3 to_linear(vec3 c) { return mix(c / 12.92, pow((c + 0.055) / 1.055, vec3(2.4)), step(0.04045, c)); }
+vec3 to_srgb(vec3 c) { return mix(c * 12.92, 1.055 * pow(c, vec3(1.0 / 2.4)) - 0.055, step(0.0031308, c)); }
 void main() {
     vec3 c = cross(dFdx(v_pos), dFdy(v_pos));
     float len = length(c);
@@ -75,7 +77,7 @@ void main() {
     float shade = u_light.x + u_light.y * max(dot(n, u_key), 0.0) + u_light.z * max(dot(n, u_up), 0.0);
     // aux: normal x, y; the plane's distance from the eye; piece id signed by the normal's z
     vec4 aux = vec4(n.xy, dot(n, v_pos), n.z >= 0.0 ? v_id : -v_id);
-    vec3 rgb = min(v_colour.rgb * shade, vec3(1.0));
+    vec3 rgb = to_srgb(clamp(to_linear(v_colour.rgb) * shade, 0.0, 1.0));  // lit in linear light
     if (u_mode == 2) {
         f_out0 = aux;
     } else {

@@ -25,7 +25,10 @@ __all__ = [
     "camera",
     "is_closed",
     "line_radius",
+    "linear_to_srgb",
     "prepare",
+    "shaded",
+    "srgb_to_linear",
     "surface_alpha",
     "view_index",
 ]
@@ -70,16 +73,36 @@ FRAME_FILL = 0.8
 
 BACKENDS: tuple[str, ...] = ("moderngl", "software")
 
-# Shading: colour × (ambient + key·max(n·key, 0) + sky·max(n·up, 0)), the key light fixed to the camera (from
-# the upper left, slightly in front), so every view is lit the same way and the three visible faces of a
-# brick get three distinct brightnesses.
-AMBIENT, KEY, SKY = 0.48, 0.45, 0.12
-KEY_DIR = np.array([-0.45, 0.75, 0.5]) / np.linalg.norm([-0.45, 0.75, 0.5])
+# Shading, in linear light: the colour's sRGB value decoded to linear, times shade = ambient + key·max(n·key, 0)
+# + sky·max(n·up, 0), clipped at 1 and encoded to sRGB again. The key light is fixed to the camera (from the
+# front, upper left), so every view is lit the same way and the three visible faces of a brick get three distinct
+# brightnesses. The terms add up to about 1 on a face turned to the key light, so such a face shows the colour's
+# own sRGB value (within CIEDE2000 ΔE00 1.5 for the colours tested in tests/render/test_colour_fidelity.py),
+# as a well-exposed photograph or BrickBench's Blender renders would; faces turned away are darker.
+AMBIENT, KEY, SKY = 0.30, 0.62, 0.10
+KEY_DIR = np.array([-0.3, 0.5, 0.81]) / np.linalg.norm([-0.3, 0.5, 0.81])
 CREASE_COS = math.cos(math.radians(40.0))  # studs are 16-gons (22.5° steps): their sides stay smooth
 CREASE_WEIGHT = 0.6  # creases and steps inside a piece are drawn fainter than piece outlines
 EDGE_DARK = 0.08  # outline grey on light surfaces and on the background
 EDGE_LIGHT = 0.45  # outline grey on dark surfaces (LDraw draws black parts with grey edges, too)
 DARK_VALUE = 0.25  # base colours whose brightest channel is below this count as dark (black, dark brown...)
+
+
+def srgb_to_linear(c: np.ndarray) -> np.ndarray:
+    """sRGB-encoded components (0..1) in linear light (IEC 61966-2-1)."""
+    c = np.asarray(c, dtype=np.float64)
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def linear_to_srgb(c: np.ndarray) -> np.ndarray:
+    """Linear-light components (0..1) sRGB-encoded."""
+    c = np.clip(np.asarray(c, dtype=np.float64), 0.0, 1.0)
+    return np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
+
+
+def shaded(rgb: np.ndarray, shade: np.ndarray) -> np.ndarray:
+    """Base colours (sRGB, (n, 3)) lit by ``shade`` ((n,)) in linear light, back in sRGB (the shaders' formula)."""
+    return linear_to_srgb(srgb_to_linear(rgb) * np.asarray(shade, dtype=np.float64)[:, None])
 
 
 def surface_alpha(alpha: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from brick_gym.render.scene import (
     camera,
     is_closed,
     line_radius,
+    shaded,
     surface_alpha,
 )
 
@@ -155,7 +156,7 @@ def software_view(scene: Scene, view: int, settings: RenderSettings) -> np.ndarr
     up = cam.view[:3, 1]
     shade = AMBIENT + KEY * np.maximum(n @ KEY_DIR, 0) + SKY * np.maximum(n @ up, 0)
     rgba = scene.rgba[piece]
-    tri_colour = np.minimum(rgba[:, :3] * shade[:, None], 1.0)
+    tri_colour = shaded(rgba[:, :3], shade)
     trans = rgba[:, 3] < 1.0
     tri_alpha = surface_alpha(rgba[:, 3])
 
