@@ -6,7 +6,11 @@ runner writes them; any tool's folder of ``<task-id>/model.mpd`` works), the tas
 How each case scores (per system, over every task of the task file):
 
 * **missing** (no ``model.mpd``) and **invalid** (the BrickBench check fails) tasks score 0 VQA, count in the
-  denominator of every mean, and are listed by name. Validity is computed: every model is checked here, exactly
+  denominator of every mean, and are listed by name.
+* **unfinished** tasks (a run folder of ``bench run`` holding the task's folder without its completion marker:
+  the endpoint failed, or the episode did) are no results: :func:`score` refuses to rank such a system
+  (:class:`UnfinishedTasks`, naming system and tasks) unless ``count_unfinished_invalid``, which scores them as
+  invalid and lists them under ``unfinished``. Validity is computed: every model is checked here, exactly
   as ``brick-gym check`` would; a folder's ``verification.json`` is never believed (a forged one cannot raise a
   score).
 * **VQA**: one request per valid assembly (its 8 views, then the question prompt). A reply that does not parse
@@ -52,6 +56,7 @@ __all__ = [
     "RETRIES",
     "Leaderboard",
     "SystemScore",
+    "UnfinishedTasks",
     "ask_judge",
     "format_markdown",
     "load_views",
@@ -61,6 +66,19 @@ __all__ = [
 #: Times an unparsed reply is asked again before it is given up on.
 RETRIES: int = 2
 _NO_ELO_NOTE = "ELO needs at least two systems: pairwise judging and ELO skipped."
+
+
+class UnfinishedTasks(ValueError):
+    """A system's run has unfinished tasks (no completion marker): ranking it would score an outage as a model's
+    failure. ``unfinished`` maps system -> task ids."""
+
+    def __init__(self, unfinished: Mapping[str, Sequence[str]]) -> None:
+        self.unfinished = {k: list(v) for k, v in unfinished.items()}
+        named = "; ".join(f"{s}: {', '.join(t)}" for s, t in self.unfinished.items())
+        super().__init__(
+            f"unfinished tasks (their episode or endpoint failed; `bench run` again resumes them): {named}. "
+            "Finish them, or pass --count-unfinished-invalid to score them as invalid"
+        )
 
 
 @dataclass
@@ -74,6 +92,8 @@ class SystemScore:
     missing: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
     unparsed: list[str] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)
+    """Tasks the run left unfinished, scored as invalid because the caller asked for it."""
     vqa: float = 0.0
     vqa_flat: float = 0.0
     mean_pieces: float | None = None
@@ -110,6 +130,7 @@ class SystemScore:
             "missing": self.missing,
             "invalid": self.invalid,
             "unparsed": self.unparsed,
+            "unfinished": self.unfinished,
             "mean_pieces": self.mean_pieces,
             "cost_usd_per_task": self.cost_usd,
             "elo": self.elo,
@@ -260,7 +281,7 @@ def ask_judge(judge: Any, requests: Sequence[Any], parse: Callable[[str], Any]) 
 class _Entry:
     """One system's build for one task."""
 
-    status: str  # "valid", "invalid" or "missing"
+    status: str  # "valid", "invalid", "missing" or "unfinished"
     model: Path
     pieces: int | None = None
     cost: float | None = None
@@ -290,6 +311,18 @@ class _Scorer:
         self.notes: list[str] = []
         """What went wrong with views on the way (files named), for the leaderboard's notes."""
         self._rules: Any = None
+        self._run_folder: dict[str, bool] = {}
+
+    def unfinished(self, system: str, task_id: str) -> bool:
+        """Whether a ``bench run`` folder (one with ``summary.json`` or a completion marker) holds the task's
+        folder without its completion marker: started, never finished."""
+        from brick_gym.bench.runner import DONE_FILE, SUMMARY_FILE, read_marker
+
+        root = self.dirs[system]
+        if system not in self._run_folder:
+            self._run_folder[system] = (root / SUMMARY_FILE).is_file() or any(root.glob(f"*/{DONE_FILE}"))
+        folder = root / task_id
+        return self._run_folder[system] and os.path.lexists(folder) and read_marker(folder) is None
 
     def rules(self) -> Any:
         if self._rules is None:
@@ -304,6 +337,8 @@ class _Scorer:
 
         folder = self.dirs[system] / task_id
         model = folder / "model.mpd"
+        if self.unfinished(system, task_id):
+            return _Entry("unfinished", model)
         if not model.is_file():
             return _Entry("missing", model)
         done = _read_json(folder / "done.json") or {}
@@ -379,6 +414,7 @@ def score(
     names: Sequence[str] | None = None,
     image_size: int = 1024,
     seed: int = 0,
+    count_unfinished_invalid: bool = False,
 ) -> Leaderboard:
     """Score one run folder per system on ``tasks`` (a task-file path, or parsed tasks) with ``judge``.
 
@@ -386,7 +422,9 @@ def score(
     persistent :class:`~brick_gym.judges.backends.CachedJudge` (re-scoring then asks only what is new or was
     unparsed). ``core``: systems fitted first (default: all). ``inventory``: for re-checking alt-build models
     (default: the project's). ``image_size``: side of rendered views and of each tile the pairwise judge sees
-    (BrickBench: 1024). Writes the files listed in the module docstring into ``out`` and returns the board.
+    (BrickBench: 1024). A system with unfinished tasks raises :class:`UnfinishedTasks` before anything is
+    asked, unless ``count_unfinished_invalid`` (then they score as invalid, listed under ``unfinished``).
+    Writes the files listed in the module docstring into ``out`` and returns the board.
     """
     from brick_gym.bench.elo import leaderboard as elo_leaderboard
     from brick_gym.bench.runner import normalise_setting
@@ -423,6 +461,10 @@ def score(
     if cache is not None and not isinstance(judge, CachedJudge):
         judge = CachedJudge(judge, cache)
     scorer = _Scorer(systems, dirs, setting, inventory, judge, out_dir, image_size)
+    left = {s: [t.id for t in task_list if scorer.unfinished(s, t.id)] for s in systems}
+    left = {s: ids for s, ids in left.items() if ids}
+    if left and not count_unfinished_invalid:
+        raise UnfinishedTasks(left)
 
     n = len(task_list)
     scores = {s: SystemScore(s, str(d), n) for s, d in zip(systems, dirs, strict=True)}
@@ -445,6 +487,9 @@ def score(
             sc.per_task[task.id] = {"status": e.status, "pieces": e.pieces, "validity_from": e.source or None}
             if e.status == "missing":
                 sc.missing.append(task.id)
+                continue
+            if e.status == "unfinished":
+                sc.unfinished.append(task.id)
                 continue
             sc.per_task[task.id]["protocol"] = e.protocol
             sc.protocols[e.protocol] = sc.protocols.get(e.protocol, 0) + 1
@@ -544,6 +589,10 @@ def score(
         f"a VQA reply still unparsed after {RETRIES} retries scores 0 and is listed under 'unparsed'.",
     ]
     notes += [f"{d} holds no task folder of this task file: every task counts as missing." for d in empty]
+    notes += [
+        f"{s}: {len(ids)} unfinished task(s) scored as invalid (--count-unfinished-invalid): {', '.join(ids)}"
+        for s, ids in left.items()
+    ]
     notes += scorer.notes
     board: dict[str, dict[str, float]] | None = None
     if not compare:
@@ -658,6 +707,8 @@ def format_markdown(board: Leaderboard) -> str:
             extra.append(f"missing {', '.join(s.missing)}")
         if s.invalid:
             extra.append(f"invalid {', '.join(s.invalid)}")
+        if s.unfinished:
+            extra.append(f"unfinished (scored invalid) {', '.join(s.unfinished)}")
         if s.unparsed:
             extra.append(f"VQA unparsed {', '.join(s.unparsed)}")
         if extra:

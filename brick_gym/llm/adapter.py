@@ -24,7 +24,10 @@ Files in ``out_dir``:
 * ``views/`` -- fixed-view renders, contact sheet and thumbnail (when ``config.render``).
 
 A client that raises ends the episode with ``stop_reason="client_error"``; the error is in the transcript and
-the result, and the deliverables are still written.
+the result, and the deliverables are still written. When what failed is the endpoint itself
+(:class:`~brick_gym.endpoints.EndpointError`: down, 5xx, rate-limited, timing out after the client's retries) the
+stop reason is ``endpoint_error`` instead: the files are written for inspection, but the episode is no result
+(the benchmark runner leaves it unfinished and redoes it).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from typing import Any
 
 from brick_gym.core.builder import Builder
 from brick_gym.core.rules import Inventory, Rules
+from brick_gym.endpoints import EndpointError
 from brick_gym.io.files import atomic_write_json, atomic_write_text
 from brick_gym.judges.vqa import VQATask, check_tasks
 from brick_gym.judges.vqa import load_tasks as load_vqa_tasks
@@ -71,6 +75,7 @@ STOP_REASONS = (
     "max_tokens",
     "max_seconds",
     "client_error",
+    "endpoint_error",
     "no_tool_calls",
     "context_overflow",
     "max_messages",
@@ -599,11 +604,9 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                 turn = client.complete(request, tools)
                 calls = list(turn.tool_calls)
             except Exception as exc:
-                stop = "client_error"
-                error = f"{type(exc).__name__}: {exc}"
-                log.write(
-                    {"type": "event", "event": "client_error", "error": error, "traceback": traceback.format_exc()}
-                )
+                stop = "endpoint_error" if isinstance(exc, EndpointError) else "client_error"
+                error = str(exc) if isinstance(exc, EndpointError) else f"{type(exc).__name__}: {exc}"
+                log.write({"type": "event", "event": stop, "error": error, "traceback": traceback.format_exc()})
                 break
             turns += 1
             assistant = Message("assistant", turn.text or "", tool_calls=calls)

@@ -128,7 +128,9 @@ def test_failures_are_recorded_and_redone(tmp_path, monkeypatch, capsys):
 
     real_make = runner._make_client
     monkeypatch.setattr(
-        runner, "_make_client", lambda spec, sampling=None: _BrokenClient() if spec == "broken" else real_make(spec)
+        runner,
+        "_make_client",
+        lambda spec, sampling=None, options=None: _BrokenClient() if spec == "broken" else real_make(spec),
     )
     cfg = _config(render=False)
     # A client error still delivers a model: finished, unless retry_errors asks for another go.
