@@ -105,7 +105,7 @@ def client_options(args: argparse.Namespace) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run an agent over a task file into ``--out/<agent>/<task>/`` (resumable)."""
-    from brick_gym.bench.runner import BenchError, run
+    from brick_gym.bench.runner import BenchError, run, summary_path
 
     try:
         config, sampling = episode_config(args)
@@ -153,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     errors = [t for t in summary.finished if summary.results[t].get("stop_reason") == "client_error"]
     if errors:
         print(f"  {len(errors)} task(s) ended with a client error: {', '.join(errors)} (--retry-errors redoes them)")
-    print(f"summary: {summary.out_dir / 'summary.json'}")
+    print(f"summary: {summary_path(summary.out_dir, summary.setting)}")
     if not summary.complete:
         left = len(summary.tasks) - len(summary.finished)
         print(f"error: {left} task(s) unfinished; `bench run` again resumes them", file=sys.stderr)
@@ -257,6 +257,19 @@ def _score(args: argparse.Namespace, judge: Any, core: list[str] | None) -> Any:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _why_no_judgments(folder: Path) -> str:
+    """Why a score folder holds no pairwise judgments, from its ``scores.json`` when it can be read."""
+    from brick_gym.bench.elo import why_no_judgments
+    from brick_gym.io.files import JSONInputError, read_json
+
+    try:
+        data = read_json(folder / "scores.json", max_bytes=256 * 1024 * 1024)
+        pairwise = data["pairwise"]
+        return why_no_judgments(len(data["systems"]), int(pairwise["asked"]), len(pairwise["unparsed"]))
+    except (JSONInputError, OSError, KeyError, TypeError, ValueError):
+        return "no pairwise judgments in align.jsonl and design.jsonl (and no readable scores.json to say why)"
+
+
 def cmd_elo(args: argparse.Namespace) -> int:
     """Print the ELO leaderboard from a score folder's ``align.jsonl`` and ``design.jsonl``."""
     from brick_gym.bench.elo import JudgmentFileError, format_table, leaderboard, load_judgments
@@ -274,7 +287,7 @@ def cmd_elo(args: argparse.Namespace) -> int:
         except OSError as exc:
             return _fail(f"{path}: {exc.strerror or exc}")
     if not judgments[0] or not judgments[1]:
-        return _fail(f"{folder}: no pairwise judgments (ELO needs runs of at least two systems)")
+        return _fail(f"{folder}: {_why_no_judgments(folder)}")
     core = [c.strip() for c in args.core.split(",") if c.strip()] if args.core else None
     if args.boot < 0:
         return _fail(f"--boot must be >= 0, got {args.boot}")
@@ -299,7 +312,7 @@ def cmd_elo(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     """Zip a run folder as a BrickBench submission and check it against the rules."""
-    from brick_gym.bench.runner import BenchError, load_bench_tasks
+    from brick_gym.bench.runner import BenchError, load_bench_tasks, unfinished_tasks
     from brick_gym.bench.submission import SubmissionError, build_submission, check_submission
 
     expected = None
@@ -315,6 +328,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"{exc.filename or args.out}: {exc.strerror or exc}")
     problems = check_submission(path, expected)
+    for run_dir in args.run_dirs:
+        problems += [
+            f"{Path(run_dir) / task}: unfinished (no completion marker: its episode or endpoint failed; "
+            "`bench run` again finishes it)"
+            for task in unfinished_tasks(run_dir)
+        ]
     size = path.stat().st_size
     if problems:
         print(f"{path} ({size:,} bytes) breaks the submission rules:")

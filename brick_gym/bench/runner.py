@@ -2,7 +2,9 @@
 
 Layout of a run (``out_dir`` given by the user)::
 
-    out_dir/<agent>/summary.json             written at the end of every run (all tasks of the file so far)
+    out_dir/<agent>/summary-<setting>.json   written at the end of every run (all tasks of the file so far)
+    out_dir/<agent>/summary.json             the same, unless it holds another setting's summary (two settings
+                                             in one --out never overwrite each other's)
     out_dir/<agent>/<task-id>/model.mpd      the delivered model          } written by the episode adapter
     out_dir/<agent>/<task-id>/transcript.jsonl                            }
     out_dir/<agent>/<task-id>/verification.json  the full validity report }
@@ -67,7 +69,9 @@ __all__ = [
     "load_bench_tasks",
     "read_marker",
     "run",
+    "summary_path",
     "task_folder",
+    "unfinished_tasks",
 ]
 
 #: The project's task suite (``brick_gym/data/benchmark/<setting>/tasks.json``), shipped as package data.
@@ -609,7 +613,8 @@ def run(
     ``tasks`` (task dicts, e.g. the project suite's: ``id``, ``prompt``, ``questions`` and optionally ``setting``,
     ``inputs`` and ``images``) replaces the task file; ``tasks_path`` then only names them in the summary.
 
-    ``summary.json`` is written to the agent folder at the end. The agent folder's run lock is held throughout:
+    ``summary-<setting>.json`` (and ``summary.json``, see the module docstring) is written to the agent folder at
+    the end. The agent folder's run lock is held throughout:
     another run holding it makes this one wait up to ``lock_wait_s`` seconds, then raise :class:`BenchError`
     naming its pid. Raises :class:`BenchError` for unusable input: malformed task file (an id that is not a safe
     id included), unreadable inventory, unknown agent spec, bad ``limit``/``jobs``/``name``, ``out_dir`` not a
@@ -722,8 +727,47 @@ def run(
         finally:
             bar.close()
             summary.seconds = time.perf_counter() - started
-            atomic_write_json(root / SUMMARY_FILE, summary.to_json())
+            _write_summary(root, summary)
         return summary
+
+
+def unfinished_tasks(run_dir: str | os.PathLike[str]) -> list[str]:
+    """Task folders of a ``bench run`` agent folder (one with a summary or a completion marker) that hold no
+    complete marker: started, never finished (the episode or its endpoint failed, or the run was killed); sorted.
+    A folder ``bench run`` did not write (another tool's models) has none: it has no markers to miss."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        return []
+    ours = (root / SUMMARY_FILE).is_file() or any(root.glob("summary-*.json")) or any(root.glob(f"*/{DONE_FILE}"))
+    if not ours:
+        return []
+    return sorted(
+        p.name
+        for p in root.iterdir()
+        if p.is_dir()
+        and not p.is_symlink()
+        and not p.name.startswith(".")
+        and ".partial-" not in p.name
+        and read_marker(p) is None
+    )
+
+
+def summary_path(root: str | os.PathLike[str], setting: str) -> Path:
+    """The summary of ``setting``'s runs in an agent folder (``summary-<setting>.json``)."""
+    return Path(root) / f"summary-{normalise_setting(setting)}.json"
+
+
+def _write_summary(root: Path, summary: RunSummary) -> None:
+    """The run's summary into ``summary-<setting>.json``, and into ``summary.json`` unless that one already holds
+    another setting's (two settings run into one folder keep both)."""
+    data = summary.to_json()
+    atomic_write_json(summary_path(root, summary.setting), data)
+    try:
+        held = read_json(root / SUMMARY_FILE, max_bytes=64 * 1024 * 1024)
+    except (JSONInputError, OSError):
+        held = None
+    if not isinstance(held, dict) or held.get("setting") in (None, summary.setting):
+        atomic_write_json(root / SUMMARY_FILE, data)
 
 
 def _select(tasks: list[dict[str, Any]], task_ids: Sequence[str], source: Path) -> list[dict[str, Any]]:

@@ -51,6 +51,7 @@ import numpy as np
 from brick_gym.extras import require
 from brick_gym.io.files import JSONInputError, atomic_write_jsonl, atomic_write_text, read_json
 from brick_gym.io.paths import safe_join
+from brick_gym.judges.requests import JUDGE_IMAGE_SIZE
 
 __all__ = [
     "RETRIES",
@@ -311,18 +312,16 @@ class _Scorer:
         self.notes: list[str] = []
         """What went wrong with views on the way (files named), for the leaderboard's notes."""
         self._rules: Any = None
-        self._run_folder: dict[str, bool] = {}
+        self._unfinished: dict[str, set[str]] = {}
 
     def unfinished(self, system: str, task_id: str) -> bool:
         """Whether a ``bench run`` folder (one with ``summary.json`` or a completion marker) holds the task's
         folder without its completion marker: started, never finished."""
-        from brick_gym.bench.runner import DONE_FILE, SUMMARY_FILE, read_marker
+        from brick_gym.bench.runner import unfinished_tasks
 
-        root = self.dirs[system]
-        if system not in self._run_folder:
-            self._run_folder[system] = (root / SUMMARY_FILE).is_file() or any(root.glob(f"*/{DONE_FILE}"))
-        folder = root / task_id
-        return self._run_folder[system] and os.path.lexists(folder) and read_marker(folder) is None
+        if system not in self._unfinished:
+            self._unfinished[system] = set(unfinished_tasks(self.dirs[system]))
+        return task_id in self._unfinished[system]
 
     def rules(self) -> Any:
         if self._rules is None:
@@ -412,7 +411,7 @@ def score(
     cache: str | os.PathLike[str] | None = None,
     inventory: str | os.PathLike[str] | None = None,
     names: Sequence[str] | None = None,
-    image_size: int = 1024,
+    image_size: int = JUDGE_IMAGE_SIZE,
     seed: int = 0,
     count_unfinished_invalid: bool = False,
 ) -> Leaderboard:
@@ -427,6 +426,8 @@ def score(
     Writes the files listed in the module docstring into ``out`` and returns the board.
     """
     from brick_gym.bench.elo import leaderboard as elo_leaderboard
+    from brick_gym.bench.elo import why_no_judgments
+    from brick_gym.bench.elo import zero_spread as elo_zero_spread
     from brick_gym.bench.runner import normalise_setting
     from brick_gym.judges.cache import CachedJudge
     from brick_gym.judges.pairwise import parse_judge_reply, tile_views
@@ -598,14 +599,15 @@ def score(
     if not compare:
         notes.append(_NO_ELO_NOTE)
     elif not align or not design:
-        notes.append("no pairwise judgments could be made (no valid builds, or no reply parsed): ELO skipped.")
+        reason = why_no_judgments(len(systems), pair_counts["asked"], len(unparsed_pairs))
+        notes.append(f"ELO skipped: {reason}.")
     else:
         try:
             board = elo_leaderboard(align, design, core=core, boot=boot, seed=seed)
         except ValueError as exc:
             notes.append(f"ELO not computed: {exc}")
         else:
-            if _fill_degenerate_combined(board):
+            if elo_zero_spread(board, core):
                 notes.append(
                     "align or design ELO has zero spread over the core (every core system rated alike), so the "
                     "rescaling is undefined: combined ELO is the plain mean of align and design ELO there."
@@ -641,17 +643,6 @@ def score(
     return result
 
 
-def _fill_degenerate_combined(board: dict[str, dict[str, float]]) -> bool:
-    """Combined ELO where BrickBench's rescaling divides 0 by 0 (a core spread of 0): the plain mean instead."""
-    changed = False
-    for row in board.values():
-        if math.isfinite(row["elo"]) or not (math.isfinite(row["align_elo"]) and math.isfinite(row["design_elo"])):
-            continue
-        row["elo"] = 0.5 * (row["align_elo"] + row["design_elo"])  # the interval stays the bootstrap's
-        changed = True
-    return changed
-
-
 def _finite(value: Any) -> Any:
     """JSON-safe copy: NaN/inf become None."""
     if isinstance(value, float):
@@ -675,6 +666,13 @@ def _elo_cell(row: Mapping[str, float] | None, prefix: str, interval: bool) -> s
     return f"{v:.0f}"
 
 
+def _usd(cost: float | None) -> str:
+    """A cost for the table: cents, or four decimals below a cent (a small model's task costs fractions of one)."""
+    if cost is None:
+        return "—"
+    return f"${cost:.2f}" if cost >= 0.01 or cost == 0 else f"${cost:.4f}"
+
+
 def format_markdown(board: Leaderboard) -> str:
     """``leaderboard.md``: the table (System, Valid, VQA, ELO [lo, hi], Align ELO, Design ELO, Parts, Cost)."""
     lines = [
@@ -688,7 +686,7 @@ def format_markdown(board: Leaderboard) -> str:
     ]
     for s in board.ranked():
         parts = f"{s.mean_pieces:.1f}" if s.mean_pieces is not None else "—"
-        cost = f"${s.cost_usd:.2f}" if s.cost_usd is not None else "—"
+        cost = _usd(s.cost_usd)
         lines.append(
             f"| {s.name} | {s.protocol} | {s.valid_fraction:.3f} ({s.valid}/{s.tasks}) | {s.vqa:.3f} "
             f"| {_elo_cell(s.elo, '', True)} "

@@ -260,7 +260,9 @@ def system_prompt(
         "A model scores zero unless it is valid:",
         "- its part count obeys the setting"
         + (" and every part/colour stays within the inventory" if inventory else ""),
-        "- every connection is an exact connector fit (place parts with attach_part rather than by coordinates)",
+        "- every connection is an exact connector fit: attach_part makes one by construction; a part placed by "
+        "coordinates (add_part, model.add) joins wherever its connectors land exactly on free ones (bricks and "
+        "plates on the stud grid, at a plate height), and joins nothing when it is half a stud off",
         "- no two parts overlap by more than 1 LDU",
         "- it stands: each group of joined parts is dropped onto the ground as one rigid body and must not move; "
         "parts that are not joined to anything fall. Keep everything joined to one base.",
@@ -269,8 +271,8 @@ def system_prompt(
         "points down (-y is up) and the ground is y = 0. The model's front faces -z.",
         "",
         "How to build:",
-        "1. add_part puts a part at a free position: use it once, for a base plate (e.g. part '3811', a 32x32 "
-        "baseplate, or '3958', a 6x6 plate).",
+        "1. add_part puts a part at a position: a base plate first (e.g. part '3811', a 32x32 baseplate, or "
+        "'3958', a 6x6 plate), then any part whose connectors meet free ones exactly.",
         "2. attach_part fits a connector of a new part onto a free connector of the model: to='PIECE.GROUP[INDEX]' "
         "(e.g. '0.stud[12]'), by='GROUP[INDEX]' on the new part (bricks and plates sit on studs with their "
         "bottom 'hole' connectors). yaw turns the new part about the joint (multiples of 90 keep it on the grid).",

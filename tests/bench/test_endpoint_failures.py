@@ -129,3 +129,16 @@ def test_score_refuses_a_system_with_unfinished_tasks_unless_told(tmp_path: Path
     assert flaky["unfinished"] == ["model-001"] and flaky["per_task"]["model-001"]["status"] == "unfinished"
     assert scores["systems"]["fine"]["unfinished"] == []
     assert any("unfinished task(s) scored as invalid" in n for n in scores["notes"])
+
+
+def test_submit_names_unfinished_tasks_and_exits_non_zero(tmp_path: Path, loopback, completion, capsys) -> None:
+    def failing(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return 503, {}
+
+    with loopback(failing) as (url, _):
+        assert _run(url, tmp_path / "runs") == 1
+    capsys.readouterr()
+    folder = tmp_path / "runs" / "flaky"
+    assert bench_main(["submit", str(folder), "--out", str(tmp_path / "s.zip")]) == 1
+    out = capsys.readouterr().out
+    assert "breaks the submission rules" in out and f"{folder / 'model-001'}: unfinished" in out
