@@ -52,15 +52,24 @@ def altbuild_inventory_path(shared_data: Path) -> Path:
 Reply = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
 
 
+class _Received(list):
+    """Request bodies in order, with each request's headers in ``headers``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.headers: list[dict[str, str]] = []
+
+
 @contextmanager
 def _serve(reply: Reply) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A ThreadingHTTPServer on 127.0.0.1 (free port) answering every POST with ``reply(path, body)``; yields
-    (base URL, list of received bodies)."""
-    received: list[dict[str, Any]] = []
+    (base URL, list of received bodies); the list's ``headers`` holds each request's headers (lower-case names)."""
+    received = _Received()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            received.headers.append({k.lower(): v for k, v in self.headers.items()})
             received.append(body)
             status, payload = reply(self.path, body)
             data = json.dumps(payload).encode()

@@ -89,3 +89,25 @@ def test_dtype_keyword_follows_the_transformers_version(monkeypatch: pytest.Monk
     assert dtype_kwargs("auto") == {"torch_dtype": "auto"}
     monkeypatch.setattr(transformers, "__version__", "4.56.0")
     assert dtype_kwargs("auto") == {"dtype": "auto"}
+
+
+def test_an_endpoint_that_still_fails_is_named_and_told_from_the_model() -> None:
+    from brick_gym.endpoints import EndpointError, is_infrastructure
+
+    class Status(Exception):
+        def __init__(self, code: int) -> None:
+            super().__init__(f"HTTP {code}")
+            self.status_code = code
+
+    assert is_infrastructure(Status(401)) and is_infrastructure(Status(404)) and is_infrastructure(Status(503))
+    assert not is_infrastructure(Status(400)) and not is_infrastructure(ValueError("bad"))
+    waits: list[float] = []
+    with pytest.raises(EndpointError, match=r"endpoint http://h/v1 failed after 3 attempt\(s\): HTTP 503") as info:
+        call_with_retries(
+            lambda: (_ for _ in ()).throw(Status(503)), max_retries=2, sleep=waits.append, endpoint="http://h/v1"
+        )
+    assert info.value.url == "http://h/v1" and info.value.status == 503 and waits == [1.0, 2.0]
+    with pytest.raises(EndpointError, match="after 1 attempt"):  # a refused key is not retried, and is the endpoint's
+        call_with_retries(lambda: (_ for _ in ()).throw(Status(401)), sleep=waits.append, endpoint="http://h/v1")
+    with pytest.raises(Status):  # a request the server refused for its content stays the caller's error
+        call_with_retries(lambda: (_ for _ in ()).throw(Status(400)), sleep=waits.append, endpoint="http://h/v1")

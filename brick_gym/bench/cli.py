@@ -2,8 +2,9 @@
 
 Subcommands: ``run``, ``score``, ``elo``, ``submit``, ``verify``, ``transcript``, ``report``. Exit codes: 0 ok; 1 when
 the work was done but the result is not clean (``verify``: some model invalid; ``submit``: the zip breaks a rule;
-``run``: an episode failed and will be redone by the next run); 2 unusable input (malformed task file, unreadable
-inventory, unknown agent or judge spec, missing folder), with one ``error:`` line saying which file and field.
+``run``: a task is unfinished, its episode failed or its endpoint did, and will be redone by the next run); 2
+unusable input (malformed task file, unreadable inventory, unknown agent or judge spec, missing folder), with one
+``error:`` line saying which file and field.
 
 Also runnable as ``python -m brick_gym.bench.cli <subcommand> ...``.
 """
@@ -23,6 +24,7 @@ __all__ = [
     "add_bench_commands",
     "add_episode_options",
     "build_parser",
+    "client_options",
     "cmd_elo",
     "cmd_report",
     "cmd_run",
@@ -68,15 +70,51 @@ def episode_config(args: argparse.Namespace) -> tuple[Any, Any]:
     return EpisodeConfig(**values), Sampling(args.temperature, args.max_completion_tokens, args.reasoning_effort)
 
 
+def client_options(args: argparse.Namespace) -> Any:
+    """The :class:`~brick_gym.llm.specs.ClientOptions` of the endpoint options (:func:`add_client_options`);
+    ValueError says which value is wrong (an unreadable price table, a header without ``:``, a body that is not a
+    JSON object, an unset key variable)."""
+    from brick_gym.io.files import JSONInputError, parse_json
+    from brick_gym.llm.prices import PriceTable
+    from brick_gym.llm.specs import ClientOptions
+
+    headers: dict[str, str] = {}
+    for item in args.header or []:
+        key, sep, value = item.partition(":")
+        if not sep or not key.strip():
+            raise ValueError(f"--header {item[:80]!r}: give NAME:VALUE")
+        headers[key.strip()] = value.strip()
+    body = None
+    if args.extra_body is not None:
+        try:
+            body = parse_json(args.extra_body, "--extra-body")
+        except JSONInputError as exc:
+            raise ValueError(str(exc)) from None
+        if not isinstance(body, dict):
+            raise ValueError("--extra-body must be a JSON object, e.g. '{\"chat_template_kwargs\": {...}}'")
+    given = {"max_retries": args.max_retries, "retry_delay": args.retry_delay, "timeout": args.request_timeout}
+    options = ClientOptions(
+        api_key_env=args.api_key_env,
+        headers=headers,
+        extra_body=body,
+        prices=PriceTable.load(args.prices) if args.prices else None,
+        **{k: v for k, v in given.items() if v is not None},
+    )
+    options.api_key()  # an unset variable is refused before anything runs
+    return options
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run an agent over a task file into ``--out/<agent>/<task>/`` (resumable)."""
-    from brick_gym.bench.runner import BenchError, run
+    from brick_gym.bench.runner import BenchError, run, summary_path
 
     try:
         config, sampling = episode_config(args)
+        options = client_options(args)
         executor = _ray_executor(args)
     except ValueError as exc:
         return _fail(str(exc))
+    task_ids = args.task_ids.split(",") if args.task_ids is not None else None
     try:
         summary = run(
             args.tasks,
@@ -93,6 +131,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             sampling=sampling,
             lock_wait_s=args.lock_wait,
             executor=executor,
+            options=options,
+            task_ids=task_ids,
         )
     except (BenchError, ImportError) as exc:  # ImportError: --ray without the ray extra
         return _fail(str(exc))
@@ -109,11 +149,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  warning: {task_id}: files changed after the task finished: {', '.join(files)}", file=sys.stderr)
     for task_id, error in summary.failed.items():
         print(f"  {task_id}: FAILED: {error} (run again to redo it)", file=sys.stderr)
+    for task_id, error in summary.unfinished.items():
+        print(f"  {task_id}: UNFINISHED: {error} (run again to resume it)", file=sys.stderr)
     errors = [t for t in summary.finished if summary.results[t].get("stop_reason") == "client_error"]
     if errors:
         print(f"  {len(errors)} task(s) ended with a client error: {', '.join(errors)} (--retry-errors redoes them)")
-    print(f"summary: {summary.out_dir / 'summary.json'}")
-    return 1 if summary.failed else 0
+    print(f"summary: {summary_path(summary.out_dir, summary.setting)}")
+    if not summary.complete:
+        left = len(summary.tasks) - len(summary.finished)
+        print(f"error: {left} task(s) unfinished; `bench run` again resumes them", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _ray_executor(args: argparse.Namespace) -> Any:
@@ -203,12 +249,26 @@ def _score(args: argparse.Namespace, judge: Any, core: list[str] | None) -> Any:
         cache=args.cache,
         inventory=args.inventory,
         image_size=args.image_size,
+        count_unfinished_invalid=args.count_unfinished_invalid,
     )
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # elo
 # ---------------------------------------------------------------------------------------------------------------
+
+
+def _why_no_judgments(folder: Path) -> str:
+    """Why a score folder holds no pairwise judgments, from its ``scores.json`` when it can be read."""
+    from brick_gym.bench.elo import why_no_judgments
+    from brick_gym.io.files import JSONInputError, read_json
+
+    try:
+        data = read_json(folder / "scores.json", max_bytes=256 * 1024 * 1024)
+        pairwise = data["pairwise"]
+        return why_no_judgments(len(data["systems"]), int(pairwise["asked"]), len(pairwise["unparsed"]))
+    except (JSONInputError, OSError, KeyError, TypeError, ValueError):
+        return "no pairwise judgments in align.jsonl and design.jsonl (and no readable scores.json to say why)"
 
 
 def cmd_elo(args: argparse.Namespace) -> int:
@@ -228,7 +288,7 @@ def cmd_elo(args: argparse.Namespace) -> int:
         except OSError as exc:
             return _fail(f"{path}: {exc.strerror or exc}")
     if not judgments[0] or not judgments[1]:
-        return _fail(f"{folder}: no pairwise judgments (ELO needs runs of at least two systems)")
+        return _fail(f"{folder}: {_why_no_judgments(folder)}")
     core = [c.strip() for c in args.core.split(",") if c.strip()] if args.core else None
     if args.boot < 0:
         return _fail(f"--boot must be >= 0, got {args.boot}")
@@ -253,7 +313,7 @@ def cmd_elo(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     """Zip a run folder as a BrickBench submission and check it against the rules."""
-    from brick_gym.bench.runner import BenchError, load_bench_tasks
+    from brick_gym.bench.runner import BenchError, load_bench_tasks, unfinished_tasks
     from brick_gym.bench.submission import SubmissionError, build_submission, check_submission
 
     expected = None
@@ -269,6 +329,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"{exc.filename or args.out}: {exc.strerror or exc}")
     problems = check_submission(path, expected)
+    for run_dir in args.run_dirs:
+        problems += [
+            f"{Path(run_dir) / task}: unfinished (no completion marker: its episode or endpoint failed; "
+            "`bench run` again finishes it)"
+            for task in unfinished_tasks(run_dir)
+        ]
     size = path.stat().st_size
     if problems:
         print(f"{path} ({size:,} bytes) breaks the submission rules:")
@@ -430,6 +496,35 @@ def _add_budget_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="reasoning effort (default: the provider's)")
 
 
+def add_client_options(p: argparse.ArgumentParser) -> None:
+    """How the agent's endpoint is reached, retried and priced (hosted models: openai:, anthropic:)."""
+    g = p.add_argument_group("endpoint (openai:/anthropic: agents)")
+    g.add_argument("--api-key-env", metavar="NAME", help="read the API key from $NAME (default: the SDK's variable)")
+    g.add_argument(
+        "--header",
+        action="append",
+        metavar="NAME:VALUE",
+        help="extra HTTP header on every request (repeatable; only its name is recorded)",
+    )
+    g.add_argument(
+        "--extra-body",
+        metavar="JSON",
+        help="JSON object merged into every request body, e.g. vLLM's "
+        '\'{"chat_template_kwargs": {"enable_thinking": false}}\' (recorded; part of the run folder\'s hash)',
+    )
+    g.add_argument(
+        "--prices",
+        metavar="FILE",
+        help='price table: JSON {"MODEL": {"input": USD, "output": USD}} per million tokens; gives every result '
+        "its cost",
+    )
+    g.add_argument("--max-retries", type=whole(0, 100), help="retries of a failed request (default 5)")
+    g.add_argument(
+        "--retry-delay", type=number(0, 3600), help="seconds before the first retry, doubling after (default 1)"
+    )
+    g.add_argument("--request-timeout", type=number(0.001, 86400), help="seconds per request (default 300)")
+
+
 def add_episode_options(p: argparse.ArgumentParser) -> None:
     """Protocol, tool set, program limits, rendering and progress options of an agent run, and its budgets (the
     options :func:`episode_config` reads)."""
@@ -494,9 +589,11 @@ def _add_subcommands(sub: Any) -> None:
     )
     p.add_argument("--name", help="folder name of the agent (default: derived from --agent)")
     p.add_argument("--out", required=True, help="output folder, one per setting (tasks go to OUT/<agent>/<task-id>/)")
-    p.add_argument("--limit", type=whole(0), help="only the first N tasks")
+    p.add_argument("--task-ids", metavar="ID,ID", help="only these tasks (comma-separated ids of the task file)")
+    p.add_argument("--limit", type=whole(0), help="only the first N tasks (after --task-ids)")
     p.add_argument("--jobs", type=whole(1, 256), default=1, help="episodes in parallel (worker processes; default 1)")
     add_episode_options(p)
+    add_client_options(p)
     p.add_argument(
         "--lock-wait",
         type=number(0),
@@ -536,6 +633,11 @@ def _add_subcommands(sub: Any) -> None:
     p.add_argument("--inventory", help="alt-build inventory, for models that must be re-checked")
     p.add_argument(
         "--image-size", type=whole(8, 4096), default=1024, help="view and tile size in pixels (default 1024)"
+    )
+    p.add_argument(
+        "--count-unfinished-invalid",
+        action="store_true",
+        help="score tasks a run left unfinished (endpoint or episode failed) as invalid instead of refusing to rank",
     )
     # accepted for old scripts: every model is re-checked now
     p.add_argument("--recheck", action="store_true", help=argparse.SUPPRESS)

@@ -6,7 +6,9 @@
   (using all their games), so adding a system never moves the core.
 * Elo = 1000 + (400 / ln 10)·log p, shifted so the mean over the core is 1000.
 * Combined Elo rescales the align and design ratings to a common spread (mean of their core standard deviations)
-  and averages them.
+  and averages them. Where that rescaling is undefined (a core spread of 0: every core system rated alike, e.g.
+  all ties), the combined Elo is the plain mean of align and design, in the point estimate and in each bootstrap
+  draw alike, so no value or interval bound is lost to 0/0.
 * 95% intervals: resample tasks with replacement, refit, take the 2.5 and 97.5 percentiles. All draws are fitted
   at once as a batch of win-count matrices, so 1000 refits of a handful of systems take well under a second.
 
@@ -31,6 +33,7 @@ from brick_gym.io.files import iter_jsonl
 __all__ = [
     "ELO_SCALE",
     "MAX_ITER",
+    "SPREAD_EPS",
     "TOL",
     "JudgmentFileError",
     "WinTable",
@@ -42,6 +45,8 @@ __all__ = [
     "load_judgments",
     "plot_leaderboard",
     "tabulate",
+    "why_no_judgments",
+    "zero_spread",
 ]
 
 #: Elo points per unit of natural-log strength.
@@ -50,6 +55,8 @@ ELO_SCALE: float = 400.0 / math.log(10.0)
 TOL: float = 1e-10
 #: ... or after this many iterations.
 MAX_ITER: int = 2000
+#: A core spread (Elo points) at or below this is none: the combined rescaling falls back to the plain mean.
+SPREAD_EPS: float = 1e-9
 
 _FIELDS = ("task", "first", "second", "winner")
 
@@ -298,13 +305,42 @@ def bootstrap_bt(
 
 
 def _combine(ra: np.ndarray, rd: np.ndarray, core: np.ndarray) -> np.ndarray:
-    """Combined Elo along the last axis: both rescaled to the mean core std (ddof 1), then averaged."""
+    """Combined Elo along the last axis: both rescaled to the mean core std (ddof 1), then averaged; the plain
+    mean where a core std is 0 or undefined (the rescaling divides by it)."""
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         sa = np.nanstd(ra[..., core], axis=-1, ddof=1, keepdims=True)
         sd = np.nanstd(rd[..., core], axis=-1, ddof=1, keepdims=True)
         target = 0.5 * (sa + sd)
-        return 1000.0 + 0.5 * (target / sa * (ra - 1000.0) + target / sd * (rd - 1000.0))
+        scaled = 1000.0 + 0.5 * (target / sa * (ra - 1000.0) + target / sd * (rd - 1000.0))
+        spread = (sa > SPREAD_EPS) & (sd > SPREAD_EPS)
+        return np.where(spread, scaled, 0.5 * (ra + rd))
+
+
+def why_no_judgments(systems: int, asked: int, unparsed: int) -> str:
+    """Why a scoring left no pairwise judgments to fit, from its counts: fewer than two systems, every reply the
+    judge gave unparsed, or no task with valid builds of two systems."""
+    if systems < 2:
+        return f"ELO needs at least two systems; {systems} was scored"
+    if asked and unparsed >= asked:
+        return (
+            f"none of the judge's {asked} pairwise replies could be parsed (each retried; they are under 'unparsed' "
+            "in scores.json), so there is nothing to fit"
+        )
+    return "no task had valid builds of two systems to compare, so there are no pairwise judgments"
+
+
+def zero_spread(board: Mapping[str, Mapping[str, float]], core: Iterable[str] | None = None) -> bool:
+    """Whether the align or design Elo of the core systems has no spread, so that the combined Elo is their plain
+    mean (see :func:`_combine`)."""
+    systems = sorted(board)
+    mask = _core_mask(systems, core)
+    for key in ("align_elo", "design_elo"):
+        values = np.array([board[s][key] for s in systems])[mask]
+        values = values[np.isfinite(values)]
+        if values.size >= 2 and float(np.std(values, ddof=1)) <= SPREAD_EPS:
+            return True
+    return False
 
 
 def combine_elo(

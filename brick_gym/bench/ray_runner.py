@@ -57,7 +57,15 @@ def _collect(folder: Path) -> dict[str, bytes]:
 
 
 def _ray_episode(
-    task: dict[str, Any], spec: str, root: str, cfg: Any, sampling: Any, files: str, probe: str, token: str
+    task: dict[str, Any],
+    spec: str,
+    root: str,
+    cfg: Any,
+    sampling: Any,
+    files: str,
+    probe: str,
+    token: str,
+    options: Any = None,
 ) -> dict[str, Any]:
     """The body of one Ray task: run the episode where the files should go; report where it ran."""
     where = node_info()
@@ -72,11 +80,11 @@ def _ray_episode(
         }
     if shared:
         attempt = Path(root) / f".attempt-{task['id']}-{secrets.token_hex(6)}"
-        outcome = _episode(task, spec, str(attempt), cfg, sampling)
+        outcome = _episode(task, spec, str(attempt), cfg, sampling, options)
         return {**outcome, "ran_on": {**where, "files": "shared"}, "attempt": attempt.name}
     with tempfile.TemporaryDirectory(prefix="brick_gym-episode-") as tmp:
         folder = Path(tmp) / task["id"]
-        outcome = _episode(task, spec, str(folder), cfg, sampling)
+        outcome = _episode(task, spec, str(folder), cfg, sampling, options)
         payload = _collect(folder) if folder.is_dir() else {}
     return {**outcome, "ran_on": {**where, "files": "driver"}, "files": payload}
 
@@ -146,7 +154,14 @@ class RayExecutor:
         }
 
     def __call__(
-        self, todo: Sequence[dict[str, Any]], spec: str, root: Path, cfg: Any, sampling: Any, record: Record
+        self,
+        todo: Sequence[dict[str, Any]],
+        spec: str,
+        root: Path,
+        cfg: Any,
+        sampling: Any,
+        record: Record,
+        options: Any = None,
     ) -> None:
         if not todo:
             return
@@ -158,7 +173,7 @@ class RayExecutor:
             probe.write_text(token, encoding="utf-8")
         try:
             with connect(self.address, needed_by="bench run --ray") as ray:
-                self._run(ray, todo, spec, root, cfg, sampling, record, str(probe), token)
+                self._run(ray, todo, spec, root, cfg, sampling, record, str(probe), token, options)
         finally:
             probe.unlink(missing_ok=True)
 
@@ -173,6 +188,7 @@ class RayExecutor:
         record: Record,
         probe: str,
         token: str,
+        options: Any = None,
     ) -> None:
         remote = ray.remote(_ray_episode).options(
             num_cpus=self.cpus,
@@ -183,7 +199,7 @@ class RayExecutor:
         )
         cfg_ref = ray.put(cfg)
         refs = {
-            remote.remote(task, spec, str(root.resolve()), cfg_ref, sampling, self.files, probe, token): task
+            remote.remote(task, spec, str(root.resolve()), cfg_ref, sampling, self.files, probe, token, options): task
             for task in todo
         }
         pending = list(refs)

@@ -2,7 +2,9 @@
 
 Layout of a run (``out_dir`` given by the user)::
 
-    out_dir/<agent>/summary.json             written at the end of every run (all tasks of the file so far)
+    out_dir/<agent>/summary-<setting>.json   written at the end of every run (all tasks of the file so far)
+    out_dir/<agent>/summary.json             the same, unless it holds another setting's summary (two settings
+                                             in one --out never overwrite each other's)
     out_dir/<agent>/<task-id>/model.mpd      the delivered model          } written by the episode adapter
     out_dir/<agent>/<task-id>/transcript.jsonl                            }
     out_dir/<agent>/<task-id>/verification.json  the full validity report }
@@ -67,7 +69,9 @@ __all__ = [
     "load_bench_tasks",
     "read_marker",
     "run",
+    "summary_path",
     "task_folder",
+    "unfinished_tasks",
 ]
 
 #: The project's task suite (``brick_gym/data/benchmark/<setting>/tasks.json``), shipped as package data.
@@ -165,9 +169,9 @@ def resolve_inventory(setting: str, inventory: str | os.PathLike[str] | None) ->
     return path
 
 
-def agent_name(spec: str, sampling: Any = None) -> str:
+def agent_name(spec: str, sampling: Any = None, options: Any = None) -> str:
     """Folder name of an agent spec: ``heuristic`` stays ``heuristic``; any spec with a value gets a readable part
-    and eight hex digits of :func:`~brick_gym.llm.specs.spec_hash` (spec, endpoint and sampling), e.g.
+    and eight hex digits of :func:`~brick_gym.llm.specs.spec_hash` (spec, endpoint, sampling, extra body), e.g.
     ``openai:gpt-4o@URL`` → ``openai-gpt-4o-1a2b3c4d``, so that a run against another endpoint (or with other
     sampling) never lands in, and is never credited with, another run's folder. Paths give their file stem."""
     from brick_gym.llm.specs import spec_hash
@@ -175,7 +179,7 @@ def agent_name(spec: str, sampling: Any = None) -> str:
     kind, _, rest = spec.strip().partition(":")
     if not rest:
         return re.sub(r"[^A-Za-z0-9_-]+", "-", kind).strip("-_")[:MAX_ID_CHARS] or "agent"
-    digest = spec_hash(spec, _make_client(spec, sampling))
+    digest = spec_hash(spec, _make_client(spec, sampling, options))
     rest = re.sub(r"@https?://.*$", "", rest)
     if "/" in rest or os.sep in rest:
         rest = Path(rest.rstrip("/" + os.sep)).name
@@ -304,21 +308,21 @@ def _adapter() -> Any:
     return adapter
 
 
-def _make_client(spec: str, sampling: Any = None) -> Any:
+def _make_client(spec: str, sampling: Any = None, options: Any = None) -> Any:
     from brick_gym.llm.specs import make_client
 
-    return make_client(spec, sampling)
+    return make_client(spec, sampling, options)
 
 
-def _client(spec: str, sampling: Any = None) -> Any:
+def _client(spec: str, sampling: Any = None, options: Any = None) -> Any:
     """A client for one episode. Clients can carry state between conversations (a scripted client's position in
     its script, a heuristic's plan), so each episode gets a fresh one, except local transformers models, which are
     loaded once per worker process and reused (they keep no conversation state)."""
     if spec.split(":", 1)[0].strip().lower() not in _REUSABLE_CLIENTS:
-        return _make_client(spec, sampling)
+        return _make_client(spec, sampling, options)
     key = f"{spec}|{sampling!r}"
     if key not in _CLIENTS:
-        _CLIENTS[key] = _make_client(spec, sampling)
+        _CLIENTS[key] = _make_client(spec, sampling, options)
     return _CLIENTS[key]
 
 
@@ -352,7 +356,9 @@ def _result_dict(result: Any) -> dict[str, Any]:
     return json.loads(json.dumps(data, default=str))
 
 
-def _episode(task: dict[str, Any], spec: str, task_dir: str, config: Any, sampling: Any = None) -> dict[str, Any]:
+def _episode(
+    task: dict[str, Any], spec: str, task_dir: str, config: Any, sampling: Any = None, options: Any = None
+) -> dict[str, Any]:
     """Run one episode into ``task_dir``; returns ``{"ok": True, "result": {...}}`` or the error."""
     start = time.perf_counter()
     try:
@@ -361,7 +367,7 @@ def _episode(task: dict[str, Any], spec: str, task_dir: str, config: Any, sampli
         bench_task = adapter.BenchTask.from_json(task)
         if task.get("setting"):  # a project task brings its own setting
             config = dataclasses.replace(config, setting=normalise_setting(task["setting"]))
-        result = adapter.run_episode(bench_task, _client(spec, sampling), Path(task_dir), config)
+        result = adapter.run_episode(bench_task, _client(spec, sampling, options), Path(task_dir), config)
         return {"ok": True, "result": _result_dict(result), "wall_s": time.perf_counter() - start}
     except Exception as exc:
         tb = traceback.format_exc()
@@ -382,14 +388,22 @@ class EpisodeExecutor(Protocol):
     """Runs the episodes of a run somewhere else than this process's workers (e.g.
     :class:`brick_gym.bench.ray_runner.RayExecutor`). For each task it must leave the episode's files in
     ``root/<task-id>/`` (or nothing there) and then call ``record(task, outcome)`` with :func:`_episode`'s outcome,
-    optionally with ``"ran_on"`` (recorded in the marker). The runner keeps everything else: which tasks to run,
-    moving unfinished folders aside, the markers and the summary."""
+    optionally with ``"ran_on"`` (recorded in the marker), building each episode's client with ``sampling`` and
+    ``options`` (a :class:`~brick_gym.llm.specs.ClientOptions` or None). The runner keeps everything else: which
+    tasks to run, moving unfinished folders aside, the markers and the summary."""
 
     info: dict[str, Any]
     """What ``summary.json`` records as the run's ``executor``."""
 
     def __call__(
-        self, todo: Sequence[dict[str, Any]], spec: str, root: Path, cfg: Any, sampling: Any, record: Record
+        self,
+        todo: Sequence[dict[str, Any]],
+        spec: str,
+        root: Path,
+        cfg: Any,
+        sampling: Any,
+        record: Record,
+        options: Any = None,
     ) -> None: ...
 
 
@@ -407,6 +421,9 @@ class RunSummary:
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    unfinished: dict[str, str] = field(default_factory=dict)
+    """Tasks whose endpoint failed (down, 5xx, rate limit, timeout: not the model's doing) -> the error, which
+    names the URL. They get no marker: the next run redoes them."""
     moved_aside: dict[str, str] = field(default_factory=dict)
     modified: dict[str, list[str]] = field(default_factory=dict)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -444,7 +461,8 @@ class RunSummary:
         for t in self.tasks:
             marker = self.results.get(t)
             if marker is None:
-                per_task[t] = {"status": "failed" if t in self.failed else "not run", "error": self.failed.get(t)}
+                status = "failed" if t in self.failed else "unfinished" if t in self.unfinished else "not run"
+                per_task[t] = {"status": status, "error": self.failed.get(t) or self.unfinished.get(t)}
                 continue
             per_task[t] = {
                 "status": "done",
@@ -474,6 +492,7 @@ class RunSummary:
                 "ran_now": len(self.ran),
                 "skipped_done": len(self.skipped),
                 "failed_now": len(self.failed),
+                "unfinished": len(self.tasks) - len(self.finished),
             },
             "mean_pieces": sum(pieces) / len(pieces) if pieces else None,
             "cost_usd": sum(known) if known and len(known) == len(costs) else None,
@@ -568,26 +587,34 @@ def run(
     tasks: Sequence[dict[str, Any]] | None = None,
     lock_wait_s: float = 0.0,
     executor: EpisodeExecutor | None = None,
+    options: Any = None,
+    task_ids: Sequence[str] | None = None,
 ) -> RunSummary:
     """Run ``agent_spec`` on every task of ``tasks_path`` (default: the project's tasks of ``setting``).
 
     Tasks go to ``out_dir/<name>/<task-id>/`` (``name`` defaults to :func:`agent_name` of the spec). Finished
     tasks (complete ``done.json``) are skipped untouched; unfinished folders are moved aside and redone (see the
-    module docstring). ``limit`` takes the first N tasks; ``jobs`` worker processes run episodes in parallel;
+    module docstring). ``task_ids`` keeps only those tasks (in task-file order; an id not in the file is a
+    BenchError), ``limit`` then takes the first N; ``jobs`` worker processes run episodes in parallel;
     ``config`` is an ``EpisodeConfig`` whose setting and inventory are overridden by the arguments; ``sampling``
     (a :class:`~brick_gym.llm.messages.Sampling`) is how the agent's model is asked. Alt-build
     uses ``inventory``, else ``$BRICKAGENT_SET``, else the project's small inventory (official runs: set 10698's).
 
     An episode that raises is recorded in ``failed`` (with ``error.txt`` in its folder) and redone by the next
-    run. An episode whose client failed (``stop_reason == "client_error"``: endpoint down, rate limit...) still
-    delivers its model and is finished, as BrickBench counts it; ``retry_errors=True`` moves such tasks aside
-    and runs them again. ``on_task(task_id, status)`` is called as each task ends. ``executor`` runs the
+    run. An episode whose endpoint failed (``stop_reason == "endpoint_error"``: down, 5xx, rate limit, timeout,
+    still so after the client's retries) is no result: it gets no marker, is listed in ``unfinished`` with the
+    error (naming the URL) and is redone by the next run. An episode whose client failed otherwise
+    (``stop_reason == "client_error"``, e.g. a request the server refused as malformed) still delivers its
+    model and is finished, as BrickBench counts it; ``retry_errors=True`` moves such tasks aside and runs them
+    again. ``options`` (:class:`~brick_gym.llm.specs.ClientOptions`) says how the agent's endpoint is reached
+    and priced. ``on_task(task_id, status)`` is called as each task ends. ``executor`` runs the
     episodes elsewhere (:class:`EpisodeExecutor`, e.g. on a Ray cluster) instead of ``jobs`` local workers.
 
     ``tasks`` (task dicts, e.g. the project suite's: ``id``, ``prompt``, ``questions`` and optionally ``setting``,
     ``inputs`` and ``images``) replaces the task file; ``tasks_path`` then only names them in the summary.
 
-    ``summary.json`` is written to the agent folder at the end. The agent folder's run lock is held throughout:
+    ``summary-<setting>.json`` (and ``summary.json``, see the module docstring) is written to the agent folder at
+    the end. The agent folder's run lock is held throughout:
     another run holding it makes this one wait up to ``lock_wait_s`` seconds, then raise :class:`BenchError`
     naming its pid. Raises :class:`BenchError` for unusable input: malformed task file (an id that is not a safe
     id included), unreadable inventory, unknown agent spec, bad ``limit``/``jobs``/``name``, ``out_dir`` not a
@@ -601,6 +628,8 @@ def run(
         raise BenchError(f"limit must be >= 0, got {limit}")
     tasks_file = Path(tasks_path) if tasks_path is not None else default_tasks(setting)
     tasks = load_bench_tasks(tasks_file) if tasks is None else _checked_tasks(list(tasks), tasks_file)
+    if task_ids is not None:
+        tasks = _select(tasks, task_ids, tasks_file)
     if limit is not None:
         tasks = tasks[:limit]
     inv = resolve_inventory(setting, inventory)
@@ -609,8 +638,8 @@ def run(
         from brick_gym.llm.messages import Sampling
         from brick_gym.llm.specs import provenance
 
-        client_info = provenance(_make_client(agent_spec, sampling))
-        agent = name if name is not None else agent_name(agent_spec, sampling)
+        client_info = provenance(_make_client(agent_spec, sampling, options))
+        agent = name if name is not None else agent_name(agent_spec, sampling, options)
     except ImportError as exc:
         raise BenchError(f"agent {agent_spec!r} needs an optional dependency: {exc}") from None
     except (ValueError, KeyError, OSError) as exc:
@@ -672,7 +701,10 @@ def run(
 
         def record(task: dict[str, Any], outcome: dict[str, Any]) -> None:
             task_id = task["id"]
-            if outcome["ok"]:
+            if outcome["ok"] and outcome["result"].get("stop_reason") == "endpoint_error":
+                summary.unfinished[task_id] = str(outcome["result"].get("error") or "the endpoint failed")
+                status = "unfinished"
+            elif outcome["ok"]:
                 summary.results[task_id] = _finish(task_folder(root, task_id), task_id, outcome, meta)
                 summary.ran.append(task_id)
                 status = "valid" if summary.results[task_id].get("valid") else "invalid"
@@ -685,17 +717,71 @@ def run(
 
         try:
             if executor is not None:
-                executor(todo, agent_spec, root, cfg, sampling, record)
+                executor(todo, agent_spec, root, cfg, sampling, record, options)
             elif jobs == 1 or len(todo) <= 1:
                 for task in todo:
-                    record(task, _episode(task, agent_spec, str(task_folder(root, task["id"])), cfg, sampling))
+                    folder = str(task_folder(root, task["id"]))
+                    record(task, _episode(task, agent_spec, folder, cfg, sampling, options))
             else:
-                _run_pool(todo, agent_spec, root, cfg, sampling, jobs, record)
+                _run_pool(todo, agent_spec, root, cfg, sampling, jobs, record, options)
         finally:
             bar.close()
             summary.seconds = time.perf_counter() - started
-            atomic_write_json(root / SUMMARY_FILE, summary.to_json())
+            _write_summary(root, summary)
         return summary
+
+
+def unfinished_tasks(run_dir: str | os.PathLike[str]) -> list[str]:
+    """Task folders of a ``bench run`` agent folder (one with a summary or a completion marker) that hold no
+    complete marker: started, never finished (the episode or its endpoint failed, or the run was killed); sorted.
+    A folder ``bench run`` did not write (another tool's models) has none: it has no markers to miss."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        return []
+    ours = (root / SUMMARY_FILE).is_file() or any(root.glob("summary-*.json")) or any(root.glob(f"*/{DONE_FILE}"))
+    if not ours:
+        return []
+    return sorted(
+        p.name
+        for p in root.iterdir()
+        if p.is_dir()
+        and not p.is_symlink()
+        and not p.name.startswith(".")
+        and ".partial-" not in p.name
+        and read_marker(p) is None
+    )
+
+
+def summary_path(root: str | os.PathLike[str], setting: str) -> Path:
+    """The summary of ``setting``'s runs in an agent folder (``summary-<setting>.json``)."""
+    return Path(root) / f"summary-{normalise_setting(setting)}.json"
+
+
+def _write_summary(root: Path, summary: RunSummary) -> None:
+    """The run's summary into ``summary-<setting>.json``, and into ``summary.json`` unless that one already holds
+    another setting's (two settings run into one folder keep both)."""
+    data = summary.to_json()
+    atomic_write_json(summary_path(root, summary.setting), data)
+    try:
+        held = read_json(root / SUMMARY_FILE, max_bytes=64 * 1024 * 1024)
+    except (JSONInputError, OSError):
+        held = None
+    if not isinstance(held, dict) or held.get("setting") in (None, summary.setting):
+        atomic_write_json(root / SUMMARY_FILE, data)
+
+
+def _select(tasks: list[dict[str, Any]], task_ids: Sequence[str], source: Path) -> list[dict[str, Any]]:
+    """The tasks named in ``task_ids``, in task-file order; BenchError naming any id the file does not hold."""
+    wanted = [t.strip() for t in task_ids if t.strip()]
+    if not wanted:
+        raise BenchError("--task-ids names no task")
+    known = {t["id"] for t in tasks}
+    unknown = [t for t in wanted if t not in known]
+    if unknown:
+        shown = ", ".join(repr(t[:80]) for t in unknown[:5])
+        raise BenchError(f"{source}: no task with id {shown} (the file has {len(known)} tasks)")
+    keep = set(wanted)
+    return [t for t in tasks if t["id"] in keep]
 
 
 def _agent_folder(out_dir: str | os.PathLike[str], agent: str, what: str) -> Path:
@@ -722,6 +808,7 @@ def _run_pool(
     sampling: Any,
     jobs: int,
     record: Record,
+    options: Any = None,
 ) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -732,7 +819,8 @@ def _run_pool(
         max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
     ) as pool:
         futures = {
-            pool.submit(_episode, task, spec, str(task_folder(root, task["id"])), cfg, sampling): task for task in todo
+            pool.submit(_episode, task, spec, str(task_folder(root, task["id"])), cfg, sampling, options): task
+            for task in todo
         }
         for future in as_completed(futures):
             task = futures[future]

@@ -6,7 +6,11 @@ runner writes them; any tool's folder of ``<task-id>/model.mpd`` works), the tas
 How each case scores (per system, over every task of the task file):
 
 * **missing** (no ``model.mpd``) and **invalid** (the BrickBench check fails) tasks score 0 VQA, count in the
-  denominator of every mean, and are listed by name. Validity is computed: every model is checked here, exactly
+  denominator of every mean, and are listed by name.
+* **unfinished** tasks (a run folder of ``bench run`` holding the task's folder without its completion marker:
+  the endpoint failed, or the episode did) are no results: :func:`score` refuses to rank such a system
+  (:class:`UnfinishedTasks`, naming system and tasks) unless ``count_unfinished_invalid``, which scores them as
+  invalid and lists them under ``unfinished``. Validity is computed: every model is checked here, exactly
   as ``brick-gym check`` would; a folder's ``verification.json`` is never believed (a forged one cannot raise a
   score).
 * **VQA**: one request per valid assembly (its 8 views, then the question prompt). A reply that does not parse
@@ -48,11 +52,13 @@ import numpy as np
 from brick_gym.extras import require
 from brick_gym.io.files import JSONInputError, atomic_write_jsonl, atomic_write_text, read_json
 from brick_gym.io.paths import safe_join
+from brick_gym.judges.requests import JUDGE_IMAGE_SIZE
 
 __all__ = [
     "RETRIES",
     "Leaderboard",
     "SystemScore",
+    "UnfinishedTasks",
     "ask_judge",
     "format_markdown",
     "load_views",
@@ -63,6 +69,19 @@ __all__ = [
 #: Times an unparsed reply is asked again before it is given up on.
 RETRIES: int = 2
 _NO_ELO_NOTE = "ELO needs at least two systems: pairwise judging and ELO skipped."
+
+
+class UnfinishedTasks(ValueError):
+    """A system's run has unfinished tasks (no completion marker): ranking it would score an outage as a model's
+    failure. ``unfinished`` maps system -> task ids."""
+
+    def __init__(self, unfinished: Mapping[str, Sequence[str]]) -> None:
+        self.unfinished = {k: list(v) for k, v in unfinished.items()}
+        named = "; ".join(f"{s}: {', '.join(t)}" for s, t in self.unfinished.items())
+        super().__init__(
+            f"unfinished tasks (their episode or endpoint failed; `bench run` again resumes them): {named}. "
+            "Finish them, or pass --count-unfinished-invalid to score them as invalid"
+        )
 
 
 @dataclass
@@ -76,6 +95,8 @@ class SystemScore:
     missing: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
     unparsed: list[str] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)
+    """Tasks the run left unfinished, scored as invalid because the caller asked for it."""
     vqa: float = 0.0
     vqa_flat: float = 0.0
     mean_pieces: float | None = None
@@ -112,6 +133,7 @@ class SystemScore:
             "missing": self.missing,
             "invalid": self.invalid,
             "unparsed": self.unparsed,
+            "unfinished": self.unfinished,
             "mean_pieces": self.mean_pieces,
             "cost_usd_per_task": self.cost_usd,
             "elo": self.elo,
@@ -262,7 +284,7 @@ def ask_judge(judge: Any, requests: Sequence[Any], parse: Callable[[str], Any]) 
 class _Entry:
     """One system's build for one task."""
 
-    status: str  # "valid", "invalid" or "missing"
+    status: str  # "valid", "invalid", "missing" or "unfinished"
     model: Path
     pieces: int | None = None
     cost: float | None = None
@@ -292,6 +314,16 @@ class _Scorer:
         self.notes: list[str] = []
         """What went wrong with views on the way (files named), for the leaderboard's notes."""
         self._rules: Any = None
+        self._unfinished: dict[str, set[str]] = {}
+
+    def unfinished(self, system: str, task_id: str) -> bool:
+        """Whether a ``bench run`` folder (one with ``summary.json`` or a completion marker) holds the task's
+        folder without its completion marker: started, never finished."""
+        from brick_gym.bench.runner import unfinished_tasks
+
+        if system not in self._unfinished:
+            self._unfinished[system] = set(unfinished_tasks(self.dirs[system]))
+        return task_id in self._unfinished[system]
 
     def rules(self) -> Any:
         if self._rules is None:
@@ -306,6 +338,8 @@ class _Scorer:
 
         folder = self.dirs[system] / task_id
         model = folder / "model.mpd"
+        if self.unfinished(system, task_id):
+            return _Entry("unfinished", model)
         if not model.is_file():
             return _Entry("missing", model)
         done = _read_json(folder / "done.json") or {}
@@ -392,8 +426,9 @@ def score(
     cache: str | os.PathLike[str] | None = None,
     inventory: str | os.PathLike[str] | None = None,
     names: Sequence[str] | None = None,
-    image_size: int = 1024,
+    image_size: int = JUDGE_IMAGE_SIZE,
     seed: int = 0,
+    count_unfinished_invalid: bool = False,
 ) -> Leaderboard:
     """Score one run folder per system on ``tasks`` (a task-file path, or parsed tasks) with ``judge``.
 
@@ -401,9 +436,13 @@ def score(
     persistent :class:`~brick_gym.judges.backends.CachedJudge` (re-scoring then asks only what is new or was
     unparsed). ``core``: systems fitted first (default: all). ``inventory``: for re-checking alt-build models
     (default: the project's). ``image_size``: side of rendered views and of each tile the pairwise judge sees
-    (BrickBench: 1024). Writes the files listed in the module docstring into ``out`` and returns the board.
+    (BrickBench: 1024). A system with unfinished tasks raises :class:`UnfinishedTasks` before anything is
+    asked, unless ``count_unfinished_invalid`` (then they score as invalid, listed under ``unfinished``).
+    Writes the files listed in the module docstring into ``out`` and returns the board.
     """
     from brick_gym.bench.elo import leaderboard as elo_leaderboard
+    from brick_gym.bench.elo import why_no_judgments
+    from brick_gym.bench.elo import zero_spread as elo_zero_spread
     from brick_gym.bench.runner import normalise_setting
     from brick_gym.judges.cache import CachedJudge
     from brick_gym.judges.pairwise import parse_judge_reply, tile_views
@@ -438,6 +477,10 @@ def score(
     if cache is not None and not isinstance(judge, CachedJudge):
         judge = CachedJudge(judge, cache)
     scorer = _Scorer(systems, dirs, setting, inventory, judge, out_dir, image_size)
+    left = {s: [t.id for t in task_list if scorer.unfinished(s, t.id)] for s in systems}
+    left = {s: ids for s, ids in left.items() if ids}
+    if left and not count_unfinished_invalid:
+        raise UnfinishedTasks(left)
 
     n = len(task_list)
     scores = {s: SystemScore(s, str(d), n) for s, d in zip(systems, dirs, strict=True)}
@@ -460,6 +503,9 @@ def score(
             sc.per_task[task.id] = {"status": e.status, "pieces": e.pieces, "validity_from": e.source or None}
             if e.status == "missing":
                 sc.missing.append(task.id)
+                continue
+            if e.status == "unfinished":
+                sc.unfinished.append(task.id)
                 continue
             sc.per_task[task.id]["protocol"] = e.protocol
             sc.protocols[e.protocol] = sc.protocols.get(e.protocol, 0) + 1
@@ -561,19 +607,24 @@ def score(
         f"a VQA reply still unparsed after {RETRIES} retries scores 0 and is listed under 'unparsed'.",
     ]
     notes += [f"{d} holds no task folder of this task file: every task counts as missing." for d in empty]
+    notes += [
+        f"{s}: {len(ids)} unfinished task(s) scored as invalid (--count-unfinished-invalid): {', '.join(ids)}"
+        for s, ids in left.items()
+    ]
     notes += scorer.notes
     board: dict[str, dict[str, float]] | None = None
     if not compare:
         notes.append(_NO_ELO_NOTE)
     elif not align or not design:
-        notes.append("no pairwise judgments could be made (no valid builds, or no reply parsed): ELO skipped.")
+        reason = why_no_judgments(len(systems), pair_counts["asked"], len(unparsed_pairs))
+        notes.append(f"ELO skipped: {reason}.")
     else:
         try:
             board = elo_leaderboard(align, design, core=core, boot=boot, seed=seed)
         except ValueError as exc:
             notes.append(f"ELO not computed: {exc}")
         else:
-            if _fill_degenerate_combined(board):
+            if elo_zero_spread(board, core):
                 notes.append(
                     "align or design ELO has zero spread over the core (every core system rated alike), so the "
                     "rescaling is undefined: combined ELO is the plain mean of align and design ELO there."
@@ -609,17 +660,6 @@ def score(
     return result
 
 
-def _fill_degenerate_combined(board: dict[str, dict[str, float]]) -> bool:
-    """Combined ELO where BrickBench's rescaling divides 0 by 0 (a core spread of 0): the plain mean instead."""
-    changed = False
-    for row in board.values():
-        if math.isfinite(row["elo"]) or not (math.isfinite(row["align_elo"]) and math.isfinite(row["design_elo"])):
-            continue
-        row["elo"] = 0.5 * (row["align_elo"] + row["design_elo"])  # the interval stays the bootstrap's
-        changed = True
-    return changed
-
-
 def _finite(value: Any) -> Any:
     """JSON-safe copy: NaN/inf become None."""
     if isinstance(value, float):
@@ -643,6 +683,13 @@ def _elo_cell(row: Mapping[str, float] | None, prefix: str, interval: bool) -> s
     return f"{v:.0f}"
 
 
+def _usd(cost: float | None) -> str:
+    """A cost for the table: cents, or four decimals below a cent (a small model's task costs fractions of one)."""
+    if cost is None:
+        return "—"
+    return f"${cost:.2f}" if cost >= 0.01 or cost == 0 else f"${cost:.4f}"
+
+
 def format_markdown(board: Leaderboard) -> str:
     """``leaderboard.md``: the table (System, Valid, VQA, ELO [lo, hi], Align ELO, Design ELO, Parts, Cost)."""
     lines = [
@@ -656,7 +703,7 @@ def format_markdown(board: Leaderboard) -> str:
     ]
     for s in board.ranked():
         parts = f"{s.mean_pieces:.1f}" if s.mean_pieces is not None else "—"
-        cost = f"${s.cost_usd:.2f}" if s.cost_usd is not None else "—"
+        cost = _usd(s.cost_usd)
         lines.append(
             f"| {s.name} | {s.protocol} | {s.valid_fraction:.3f} ({s.valid}/{s.tasks}) | {s.vqa:.3f} "
             f"| {_elo_cell(s.elo, '', True)} "
@@ -675,6 +722,8 @@ def format_markdown(board: Leaderboard) -> str:
             extra.append(f"missing {', '.join(s.missing)}")
         if s.invalid:
             extra.append(f"invalid {', '.join(s.invalid)}")
+        if s.unfinished:
+            extra.append(f"unfinished (scored invalid) {', '.join(s.unfinished)}")
         if s.unparsed:
             extra.append(f"VQA unparsed {', '.join(s.unparsed)}")
         if extra:

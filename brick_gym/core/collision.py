@@ -53,7 +53,8 @@ _AXIS_WAYS = (("+x", "-x"), ("down (+y)", "up (-y)"), ("+z", "-z"))
 
 def describe_overlap(stem_a: str, pose_a: np.ndarray, stem_b: str, pose_b: np.ndarray) -> str:
     """Where and how deep piece a overlaps piece b, for messages: the region where their part boxes meet (world
-    LDU) and the depth along the axis of least overlap, with the way a would move to clear b.
+    LDU) and the depth along the axis of least overlap, with the way a would move to clear b; when that axis is
+    the vertical and a sits off b's stud grid, the sideways move onto the grid instead (:func:`lattice_move`).
 
     Measured on axis-aligned part boxes (the collision meshes' bounds plus the 1 LDU allowance they are inset
     by), so for box-shaped parts it is the overlap itself and for others an upper bound.
@@ -67,11 +68,40 @@ def describe_overlap(stem_a: str, pose_a: np.ndarray, stem_b: str, pose_b: np.nd
     centre_a, centre_b = (lo_a + hi_a) / 2, (lo_b + hi_b) / 2
     way = _AXIS_WAYS[axis][0 if centre_a[axis] >= centre_b[axis] else 1]
     region = ", ".join(f"{n} {_num(a)} to {_num(b)}" for n, a, b in zip("xyz", lo, hi, strict=True))
+    said = f"by about {_num(depth[axis])} LDU along {'xyz'[axis]} (1 LDU is allowed), where they meet in {region} LDU"
+    move = lattice_move(stem_a, pose_a, stem_b, pose_b) if axis == 1 else None
+    if move is not None:  # resting on studs half a stud off: a lift would leave it floating, the grid joins it
+        return f"{said}; it is off the stud grid of that piece: move it {move} onto the stud grid"
     clear = max(0.0, float(depth[axis]) - OVERLAP_ALLOWANCE_LDU)
-    return (
-        f"by about {_num(depth[axis])} LDU along {'xyz'[axis]} (1 LDU is allowed), where they meet in {region} "
-        f"LDU; it clears once more than {_num(clear)} LDU further {way}"
-    )
+    return f"{said}; it clears once more than {_num(clear)} LDU further {way}"
+
+
+def lattice_move(stem_a: str, pose_a: np.ndarray, stem_b: str, pose_b: np.ndarray) -> str | None:
+    """How to move piece a sideways onto piece b's stud grid (``10 LDU along x (to x 0 or 20)``), when both are
+    parts that fill whole stud cells, upright and turned by quarter turns, and a's sides are off b's grid; else
+    None. A brick half a stud off rests on the studs below instead of taking them, so the way out is the grid, not
+    a lift (which would leave it floating)."""
+    from brick_gym.core.occupancy import PITCH, contained_shape, quarter_turns
+
+    shape_a, shape_b = contained_shape(stem_a), contained_shape(stem_b)
+    qa, qb = quarter_turns(pose_a), quarter_turns(pose_b)
+    if shape_a is None or shape_b is None or qa is None or qb is None:
+        return None
+    low_a, low_b = shape_a.turned[qa][0], shape_b.turned[qb][0]
+    moves = []
+    for name, column, side in (("x", 0, 0), ("z", 2, 2)):
+        pitch = PITCH[side]
+        centre = float(pose_a[column, 3])
+        off = (centre + low_a[side] - float(pose_b[column, 3]) - low_b[side]) % pitch
+        if min(off, pitch - off) <= 0.05:
+            continue
+        if abs(off - pitch / 2) <= 0.05:
+            moves.append(f"{_num(off)} LDU along {name} (to {name} {_num(centre - off)} or {_num(centre + off)})")
+        elif off < pitch / 2:
+            moves.append(f"{_num(off)} LDU along -{name} (to {name} {_num(centre - off)})")
+        else:
+            moves.append(f"{_num(pitch - off)} LDU along +{name} (to {name} {_num(centre + pitch - off)})")
+    return " and ".join(moves) or None
 
 
 def _num(v: float) -> str:

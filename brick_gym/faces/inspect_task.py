@@ -69,7 +69,8 @@ from brick_gym.faces.episodes import (  # noqa: E402
     task_folder,
 )
 from brick_gym.faces.scoring import validity_report, vqa_score  # noqa: E402
-from brick_gym.judges.requests import JudgeReply, JudgeRequest  # noqa: E402
+from brick_gym.faces.tiktoken_cache import seed_tiktoken_cache  # noqa: E402
+from brick_gym.judges.requests import JUDGE_IMAGE_SIZE, JudgeReply, JudgeRequest  # noqa: E402
 from brick_gym.llm.adapter import MAX_NUDGES, NUDGE, EpisodeConfig, EpisodeTools  # noqa: E402
 from brick_gym.llm.budgets import MAX_TOOL_CALLS, MAX_TURNS  # noqa: E402
 from brick_gym.llm.toolkit import ToolResult  # noqa: E402
@@ -120,11 +121,12 @@ def brickbench(
     out: str | None = None,
     vqa_judge: bool | None = None,
     judge_views: int = 8,
-    judge_size: int = 512,
+    judge_size: int = JUDGE_IMAGE_SIZE,
 ) -> Task:
     """BrickBench episodes of one setting (``model``, ``set``, ``alt-build``) from a task file; see the module
     docstring for every parameter. ``vqa_judge`` None: score VQA when a ``judge`` model role is configured."""
     config = face_config(locals())
+    seed_tiktoken_cache()  # Inspect counts tokens with tiktoken: its tables from bpe-openai, never downloaded
     samples = benchmark_samples(setting, tasks, inventory)
     judged = "judge" in model_roles() if vqa_judge is None else bool(vqa_judge)
     scorers = [validity(), *([vqa(judge_views, judge_size)] if judged else [])]
@@ -356,7 +358,7 @@ class InspectJudge:
 
 
 @scorer(metrics=[mean(), stderr()])
-def vqa(views: int = 8, size: int = 512) -> Scorer:
+def vqa(views: int = 8, size: int = JUDGE_IMAGE_SIZE) -> Scorer:
     """The dependency-gated VQA score of the delivered model, asked of the ``judge`` model role (0.0 for an
     invalid model, without asking); replies and answers are the score's metadata."""
 

@@ -11,7 +11,7 @@ from brick_gym.bench.submission import check_model_text
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.rules import Rules
 from brick_gym.faces.episodes import FaceSample, episode_config
-from brick_gym.judges.requests import JudgeBackend
+from brick_gym.judges.requests import JUDGE_IMAGE_SIZE, JudgeBackend
 from brick_gym.llm.adapter import EpisodeConfig
 
 __all__ = ["delivered_assembly", "sample_rules", "validity_report", "vqa_score"]
@@ -38,7 +38,13 @@ def delivered_assembly(model_mpd: str, sample: FaceSample) -> Assembly:
 
 
 def vqa_score(
-    model_mpd: str, sample: FaceSample, judge: JudgeBackend, *, valid: bool, views: int = 8, size: int = 512
+    model_mpd: str,
+    sample: FaceSample,
+    judge: JudgeBackend,
+    *,
+    valid: bool,
+    views: int = 8,
+    size: int = JUDGE_IMAGE_SIZE,
 ) -> tuple[float, dict[str, Any]]:
     """(gated VQA score, the term's record: replies, answers, attempts) of the delivered model against the sample's
     questions; 0.0 without asking when the model is invalid or the sample has no questions."""

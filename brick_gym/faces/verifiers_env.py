@@ -47,6 +47,7 @@ from brick_gym.faces.episodes import (  # noqa: E402  (verifiers is checked firs
     task_folder,
 )
 from brick_gym.faces.scoring import vqa_score  # noqa: E402
+from brick_gym.judges.requests import JUDGE_IMAGE_SIZE  # noqa: E402
 from brick_gym.llm.adapter import MAX_NUDGES, NUDGE, EpisodeConfig  # noqa: E402
 from brick_gym.llm.budgets import MAX_TOOL_CALLS, MAX_TURNS  # noqa: E402
 from brick_gym.llm.clients import openai_messages  # noqa: E402
@@ -97,7 +98,7 @@ class BrickBenchEnv(vf.MultiTurnEnv):
         rewards: Mapping[str, float] | None = None,
         judge: Any = None,
         judge_views: int = 8,
-        judge_size: int = 512,
+        judge_size: int = JUDGE_IMAGE_SIZE,
         out: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -293,7 +294,7 @@ def load_environment(
     view_size: int = 512,
     judge: str | None = None,
     judge_views: int = 8,
-    judge_size: int = 512,
+    judge_size: int = JUDGE_IMAGE_SIZE,
     num_targets: int = 60,
     seed: int = 0,
     kinds: Sequence[str] | None = None,

@@ -6,7 +6,8 @@
 * :class:`OpenAIChatJudge` -- any OpenAI-compatible chat-completions endpoint (a vLLM server, a hosted VLM,
   :func:`brick_gym.judges.server.serve_openai_compatible`), images sent as base64 PNG data URLs, temperature 0.
 * :class:`ScriptedJudge` -- canned replies for tests and RL smoke runs (:func:`yes_to_all` answers every VQA
-  question yes).
+  question yes); :func:`prefers_more_parts` and :func:`prefers_colour` are two scripted judges with opposite tastes
+  (the bigger build; the build showing more of one colour), so that ELO smoke tests see judges disagree.
 
 :func:`judge_from_spec` builds one from a spec string. Requests and replies are :mod:`brick_gym.judges.requests`',
 the persistent cache is :mod:`brick_gym.judges.cache`'s. Importing this module does not import torch,
@@ -36,6 +37,8 @@ __all__ = [
     "ScriptedJudge",
     "TransformersJudge",
     "judge_from_spec",
+    "prefers_colour",
+    "prefers_more_parts",
     "yes_or_first",
     "yes_to_all",
 ]
@@ -70,17 +73,72 @@ def yes_or_first(request: JudgeRequest) -> str:
     return "1" if len(request.images) == 2 else yes_to_all(request)
 
 
-JUDGE_SPECS = "scripted-yes, openai:MODEL@URL or transformers:PATH_OR_ID"
+_BACKGROUND_TOLERANCE = 24
+"""How far (in any channel, 0..255) a pixel may differ from the background and still be background."""
+
+
+def _model_pixels(image: Any) -> Any:
+    """A mask of the pixels that show the model: those that differ from the background (the top-left pixel)."""
+    import numpy as np
+
+    pixels = np.asarray(image, dtype=np.int16)
+    return (np.abs(pixels - pixels[0, 0]) > _BACKGROUND_TOLERANCE).any(axis=-1)
+
+
+def _pairwise(request: JudgeRequest, weight: Callable[[Any], float]) -> str:
+    """``1`` or ``2``: the image whose ``weight`` is larger (``1`` on a tie); VQA prompts: yes to all."""
+    if len(request.images) != 2:
+        return yes_to_all(request)
+    first, second = (weight(image) for image in request.images)
+    return "1" if first >= second else "2"
+
+
+def prefers_more_parts(request: JudgeRequest) -> str:
+    """A judge that likes bigger builds: of two images, the one where the model covers more pixels; VQA: yes."""
+    return _pairwise(request, lambda image: float(_model_pixels(image).sum()))
+
+
+def prefers_colour(colour: str) -> Callable[[JudgeRequest], str]:
+    """A judge that likes one colour: of two images, the one with more model pixels of that LDraw colour's hue
+    (shading only scales a colour's RGB, so the direction of the RGB vector is compared; black, white and greys
+    have none and are matched by being grey); VQA: yes."""
+    import numpy as np
+
+    from brick_gym.core.colours import colour as lookup
+
+    target = np.array(lookup(colour).rgb, dtype=np.float64)
+
+    def weight(image: Any) -> float:
+        pixels = np.asarray(image, dtype=np.float64)
+        mask = _model_pixels(image)
+        if np.ptp(target) < 16:  # a grey: pixels whose channels agree
+            return float((mask & (np.ptp(pixels, axis=-1) < 16)).sum())
+        norms = np.linalg.norm(pixels, axis=-1) * np.linalg.norm(target)
+        cosine = (pixels @ target) / np.maximum(norms, 1e-9)
+        return float((mask & (cosine > 0.985)).sum())
+
+    return lambda request: _pairwise(request, weight)
+
+
+JUDGE_SPECS = "scripted-yes, scripted-more-parts, scripted-colour:NAME, openai:MODEL@URL or transformers:PATH_OR_ID"
 """The judge specs :func:`judge_from_spec` reads (command lines and experiment configs)."""
 
 
 def judge_from_spec(spec: str) -> JudgeBackend:
-    """A judge backend from a spec: ``scripted-yes`` (:func:`yes_or_first`), ``openai:MODEL@URL`` (an
+    """A judge backend from a spec: ``scripted-yes`` (:func:`yes_or_first`), ``scripted-more-parts``
+    (:func:`prefers_more_parts`), ``scripted-colour:NAME`` (:func:`prefers_colour`), ``openai:MODEL@URL`` (an
     OpenAI-compatible endpoint; no URL: the SDK's default) or ``transformers:PATH_OR_ID`` (a local model; the
     paper's judge at its revision). Nothing is contacted or loaded yet; ValueError names a malformed spec."""
     kind, _, rest = spec.partition(":")
     if spec == "scripted-yes":
         return ScriptedJudge(yes_or_first, model="scripted-yes")
+    if spec == "scripted-more-parts":
+        return ScriptedJudge(prefers_more_parts, model=spec)
+    if kind == "scripted-colour" and rest:
+        try:
+            return ScriptedJudge(prefers_colour(rest), model=spec)
+        except LookupError as exc:
+            raise ValueError(f"judge {spec!r}: {exc}") from None
     if kind == "openai" and rest:
         model, _, url = rest.partition("@")
         if not model:

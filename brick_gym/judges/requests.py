@@ -24,6 +24,7 @@ from brick_gym.judges.vqa import Question, QuestionGraph, build_vqa_prompt
 
 __all__ = [
     "DEFAULT_MAX_NEW_TOKENS",
+    "JUDGE_IMAGE_SIZE",
     "JudgeBackend",
     "JudgeReply",
     "JudgeRequest",
@@ -38,6 +39,9 @@ T = TypeVar("T")
 
 #: The paper's generation budget per reply.
 DEFAULT_MAX_NEW_TOKENS: int = 2048
+JUDGE_IMAGE_SIZE: int = 1024
+"""Side in pixels of each view a judge sees (BrickBench: 1024²), in ``bench score`` and the Inspect and verifiers
+faces alike, so that their VQA and pairwise numbers are comparable."""
 #: Version tag mixed into cache keys; bump it when the key recipe changes.
 _KEY_VERSION = "brick_gym.judge-cache/1"
 
@@ -183,7 +187,7 @@ def judge_request(
     question: str,
     prompt: str | None = None,
     *,
-    size: int = 1024,
+    size: int = JUDGE_IMAGE_SIZE,
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
 ) -> JudgeRequest:
     """One presentation of a pairwise comparison: image 1, image 2, then :func:`build_judge_prompt`.

@@ -24,7 +24,10 @@ Files in ``out_dir``:
 * ``views/`` -- fixed-view renders, contact sheet and thumbnail (when ``config.render``).
 
 A client that raises ends the episode with ``stop_reason="client_error"``; the error is in the transcript and
-the result, and the deliverables are still written.
+the result, and the deliverables are still written. When what failed is the endpoint itself
+(:class:`~brick_gym.endpoints.EndpointError`: down, 5xx, rate-limited, timing out after the client's retries) the
+stop reason is ``endpoint_error`` instead: the files are written for inspection, but the episode is no result
+(the benchmark runner leaves it unfinished and redoes it).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from typing import Any
 
 from brick_gym.core.builder import Builder
 from brick_gym.core.rules import Inventory, Rules
+from brick_gym.endpoints import EndpointError
 from brick_gym.io.files import atomic_write_json, atomic_write_text
 from brick_gym.judges.vqa import VQATask, check_tasks
 from brick_gym.judges.vqa import load_tasks as load_vqa_tasks
@@ -71,6 +75,7 @@ STOP_REASONS = (
     "max_tokens",
     "max_seconds",
     "client_error",
+    "endpoint_error",
     "no_tool_calls",
     "context_overflow",
     "max_messages",
@@ -255,7 +260,9 @@ def system_prompt(
         "A model scores zero unless it is valid:",
         "- its part count obeys the setting"
         + (" and every part/colour stays within the inventory" if inventory else ""),
-        "- every connection is an exact connector fit (place parts with attach_part rather than by coordinates)",
+        "- every connection is an exact connector fit: attach_part makes one by construction; a part placed by "
+        "coordinates (add_part, model.add) joins wherever its connectors land exactly on free ones (bricks and "
+        "plates on the stud grid, at a plate height), and joins nothing when it is half a stud off",
         "- no two parts overlap by more than 1 LDU",
         "- it stands: each group of joined parts is dropped onto the ground as one rigid body and must not move; "
         "parts that are not joined to anything fall. Keep everything joined to one base.",
@@ -264,8 +271,8 @@ def system_prompt(
         "points down (-y is up) and the ground is y = 0. The model's front faces -z.",
         "",
         "How to build:",
-        "1. add_part puts a part at a free position: use it once, for a base plate (e.g. part '3811', a 32x32 "
-        "baseplate, or '3958', a 6x6 plate).",
+        "1. add_part puts a part at a position: a base plate first (e.g. part '3811', a 32x32 baseplate, or "
+        "'3958', a 6x6 plate), then any part whose connectors meet free ones exactly.",
         "2. attach_part fits a connector of a new part onto a free connector of the model: to='PIECE.GROUP[INDEX]' "
         "(e.g. '0.stud[12]'), by='GROUP[INDEX]' on the new part (bricks and plates sit on studs with their "
         "bottom 'hole' connectors). yaw turns the new part about the joint (multiples of 90 keep it on the grid).",
@@ -599,11 +606,9 @@ def run_episode(task: BenchTask, client: ChatClient, out_dir: Path, config: Epis
                 turn = client.complete(request, tools)
                 calls = list(turn.tool_calls)
             except Exception as exc:
-                stop = "client_error"
-                error = f"{type(exc).__name__}: {exc}"
-                log.write(
-                    {"type": "event", "event": "client_error", "error": error, "traceback": traceback.format_exc()}
-                )
+                stop = "endpoint_error" if isinstance(exc, EndpointError) else "client_error"
+                error = str(exc) if isinstance(exc, EndpointError) else f"{type(exc).__name__}: {exc}"
+                log.write({"type": "event", "event": stop, "error": error, "traceback": traceback.format_exc()})
                 break
             turns += 1
             assistant = Message("assistant", turn.text or "", tool_calls=calls)

@@ -20,7 +20,9 @@ its provider's wire format:
 
 Connection, retries and image encoding are :mod:`brick_gym.endpoints`' (shared with the OpenAI judge): transient
 failures are retried with exponential backoff (honouring ``Retry-After``), other 4xx errors are raised at once,
-and the SDKs' own retries are off. ``openai``, ``anthropic`` and ``transformers`` are imported lazily.
+and the SDKs' own retries are off. A failure of the endpoint itself (still down after the retries, a refused
+key) is raised as :class:`~brick_gym.endpoints.EndpointError` naming the URL. ``openai``, ``anthropic`` and
+``transformers`` are imported lazily.
 :func:`brick_gym.llm.specs.make_client` builds a client from a spec string.
 """
 
@@ -33,7 +35,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from brick_gym.endpoints import OpenAIEndpoint, call_with_retries, dtype_kwargs, image_base64, image_url_part
+from brick_gym.endpoints import (
+    OPENAI_DEFAULT_URL,
+    OpenAIEndpoint,
+    call_with_retries,
+    dtype_kwargs,
+    image_base64,
+    image_url_part,
+)
 from brick_gym.extras import require
 from brick_gym.io.files import JSON_MAX_DEPTH, JSONInputError, nesting_depth, parse_json, read_json
 from brick_gym.llm.messages import AssistantTurn, Image, Message, Sampling, ToolCall
@@ -65,8 +74,6 @@ def _arguments_object(arguments_json: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
-"""Where the ``openai`` SDK goes without ``base_url`` or ``$OPENAI_BASE_URL``."""
 ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com"
 """Where the ``anthropic`` SDK goes without ``base_url`` or ``$ANTHROPIC_BASE_URL``."""
 
@@ -89,6 +96,8 @@ class _HostedModel:
     temperature: float | None
     max_tokens: int | None
     reasoning_effort: str | None
+    extra_body: dict[str, Any] | None
+    headers: dict[str, str] | None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.endpoint!r})"
@@ -104,8 +113,14 @@ class _HostedModel:
         return Sampling(self.temperature, self.max_tokens, self.reasoning_effort)
 
     def provenance(self) -> dict[str, Any]:
-        """What produced the replies: provider, model, endpoint and sampling (recorded with every run)."""
-        return {"kind": self.KIND, "model": self.model, "endpoint": self.endpoint, "sampling": self.sampling.to_json()}
+        """What produced the replies: provider, model, endpoint and sampling (recorded with every run), and the
+        extra request body and the names of extra headers when there are any (header values may be secrets)."""
+        out = {"kind": self.KIND, "model": self.model, "endpoint": self.endpoint, "sampling": self.sampling.to_json()}
+        if self.extra_body:
+            out["extra_body"] = dict(self.extra_body)
+        if self.headers:
+            out["headers"] = sorted(self.headers)
+        return out
 
 
 def _cost(usage: Mapping[str, int], prices: tuple[float, float] | None) -> float | None:
@@ -170,7 +185,8 @@ class OpenAIChatClient(_HostedModel, OpenAIEndpoint):
     ``base_url`` None means ``$OPENAI_BASE_URL`` or OpenAI itself; ``api_key`` defaults to ``$OPENAI_API_KEY`` or
     ``"EMPTY"`` (what local servers accept). ``prices`` = (USD per million prompt tokens, per million completion
     tokens) gives ``cost_usd``; without it the cost is taken from ``usage.cost`` when the server reports one, else
-    None. ``extra_body`` is merged into every request (e.g. ``{"chat_template_kwargs": {...}}`` for vLLM).
+    None. ``extra_body`` is merged into every request (e.g. ``{"chat_template_kwargs": {...}}`` for vLLM);
+    ``headers`` are sent with every request.
     Connection and retries are :class:`~brick_gym.endpoints.OpenAIEndpoint`'s.
 
     Sampling: ``temperature``; ``max_tokens`` (the most tokens per reply), sent as ``max_completion_tokens`` to
@@ -192,8 +208,9 @@ class OpenAIChatClient(_HostedModel, OpenAIEndpoint):
         extra_body: Mapping[str, Any] | None = None,
         prices: tuple[float, float] | None = None,
         retry_base_delay: float = 1.0,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(base_url, api_key, timeout, max_retries, retry_base_delay, extra_body)
+        super().__init__(base_url, api_key, timeout, max_retries, retry_base_delay, extra_body, headers)
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -299,7 +316,7 @@ class AnthropicClient(_HostedModel):
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY`` (``"EMPTY"`` when unset and ``base_url`` names a server of one's
     own); ``base_url`` to ``$ANTHROPIC_BASE_URL``, else Anthropic's;
     ``max_tokens`` is required by the API (default 4096); ``reasoning_effort`` is sent as ``output_config.effort``;
-    ``prices`` as for :class:`OpenAIChatClient`.
+    ``prices``, ``extra_body`` and ``headers`` as for :class:`OpenAIChatClient`.
     """
 
     def __init__(
@@ -315,6 +332,8 @@ class AnthropicClient(_HostedModel):
         timeout: float = 300.0,
         prices: tuple[float, float] | None = None,
         retry_base_delay: float = 1.0,
+        extra_body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         Sampling(temperature, max_tokens, reasoning_effort)  # validates
         self.model = model
@@ -326,6 +345,8 @@ class AnthropicClient(_HostedModel):
         self.timeout = timeout
         self.prices = prices
         self.retry_base_delay = retry_base_delay
+        self.extra_body = dict(extra_body) if extra_body else None
+        self.headers = dict(headers) if headers else None
         self._api_key = api_key
         self._client: Any = None
 
@@ -346,6 +367,8 @@ class AnthropicClient(_HostedModel):
                 kwargs["api_key"] = "EMPTY"  # a server of one's own (a proxy, a local model) may want no key
             if self.base_url:
                 kwargs["base_url"] = self.base_url
+            if self.headers:
+                kwargs["default_headers"] = dict(self.headers)
             self._client = anthropic.Anthropic(**kwargs)
         return self._client
 
@@ -364,6 +387,8 @@ class AnthropicClient(_HostedModel):
             kwargs["temperature"] = self.temperature
         if self.reasoning_effort is not None:
             kwargs["output_config"] = {"effort": self.reasoning_effort}
+        if self.extra_body:
+            kwargs["extra_body"] = dict(self.extra_body)
         return kwargs
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
@@ -373,6 +398,7 @@ class AnthropicClient(_HostedModel):
             lambda: self.client.messages.create(**kwargs),
             max_retries=self.max_retries,
             base_delay=self.retry_base_delay,
+            endpoint=self.endpoint,
         )
         texts, calls = [], []
         for block in resp.content or []:

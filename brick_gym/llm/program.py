@@ -9,7 +9,11 @@ what the sandbox reported. A program that fails, is killed at a limit, or whose 
 
 :func:`rebuild` runs a ``build.py`` (whose ``build()`` returns the assembly, as in BrickBench; it may import
 ``brickagent``) in the same sandbox and returns the model it built as .mpd text, which callers check like any
-model file.
+model file. Unchecked (the default, and the ``brickbench`` protocol) a brick_gym model lands every placement as
+BrickAgent would, colliding ones included, so the verdict is the official harness's; checked, placements are
+checked as they are made. Either way a placement that could not be made at all (a collision when checked, an
+unknown part, a connector that is not there) makes the build fail, each refusal listed with its line: a
+``build.py`` is delivered whole or not at all, never with placements silently left out.
 """
 
 from __future__ import annotations
@@ -194,16 +198,22 @@ def _text_list(value: Any) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _where(line: Any, code: Any) -> str:
+def _where(line: Any, code: Any, called_from: Any = None) -> str:
+    """``line 7 (`code`)``, then ``, called from line 12 (`code`)`` for each call site (nearest first)."""
     if type(line) is not int:
         return ""
     text = str(code or "")[:160]
-    return f"line {line}" + (f" (`{text}`)" if text else "")
+    out = f"line {line}" + (f" (`{text}`)" if text else "")
+    for caller in called_from if isinstance(called_from, list) else []:
+        if isinstance(caller, dict) and type(caller.get("line")) is int:
+            out += ", called from " + _where(caller["line"], caller.get("code"))
+    return out
 
 
 def describe_error(error: dict[str, Any]) -> str:
-    """``line 7 (`x = 1 / 0`): ZeroDivisionError: division by zero``, with the sandbox's hint when it has one."""
-    where = _where(error.get("line"), error.get("code"))
+    """``line 7 (`x = 1 / 0`): ZeroDivisionError: division by zero``, with the sandbox's hint when it has one; an
+    error inside a helper also names the lines that called it (``line 7 (...), called from line 12 (...)``)."""
+    where = _where(error.get("line"), error.get("code"), error.get("called_from"))
     message = f"{error.get('type', 'Error')}: {str(error.get('message', ''))[:1000]}"
     hint = str(error.get("hint") or "")
     return (f"{where}: " if where else "") + message + (f" ({hint})" if hint else "")
@@ -213,7 +223,7 @@ def describe_refusals(refusals: list[dict[str, Any]], count: int) -> list[str]:
     """One line per refusal (``line 12 (`...`): REFUSED (collision): ...``), the first :data:`SHOWN_REFUSALS`."""
     lines = []
     for r in refusals[:SHOWN_REFUSALS]:
-        where = _where(r.get("line"), r.get("code")) or "(outside your code)"
+        where = _where(r.get("line"), r.get("code"), r.get("called_from")) or "(outside your code)"
         lines.append(f"  {where}: REFUSED ({r.get('reason')}): {str(r.get('message', ''))[:400]}")
     if count > len(lines):
         lines.append(f"  ... and {count - len(lines)} more refusal(s)")
@@ -225,11 +235,11 @@ def describe_refusals(refusals: list[dict[str, Any]], count: int) -> list[str]:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _job(kind: str, code: str, filename: str, limits: SandboxLimits, state: bytes | None = None) -> bytes:
-    return pickle.dumps(
-        {"kind": kind, "code": code, "filename": filename, "limits": limits.to_json(), "state": state},
-        protocol=pickle.HIGHEST_PROTOCOL,
-    )
+def _job(
+    kind: str, code: str, filename: str, limits: SandboxLimits, state: bytes | None = None, checked: bool = False
+) -> bytes:
+    job = {"kind": kind, "code": code, "filename": filename, "limits": limits.to_json(), "state": state}
+    return pickle.dumps({**job, "checked": checked}, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def run_program(builder: Builder, code: str, limits: SandboxLimits | None = None) -> ProgramResult:
@@ -303,11 +313,13 @@ def _tail(output: str, refusals: list[dict[str, Any]], count: int) -> list[str]:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def rebuild(code: str, limits: SandboxLimits | None = None) -> BuildResult:
-    """Run a ``build.py`` in the sandbox and return the model its ``build()`` returned, as .mpd text."""
+def rebuild(code: str, limits: SandboxLimits | None = None, *, checked: bool = False) -> BuildResult:
+    """Run a ``build.py`` in the sandbox and return the model its ``build()`` returned, as .mpd text; ``checked``
+    checks each placement of a brick_gym model as it is made (see the module docstring). A build with refused
+    placements has failed (``ok`` False, ``refusals`` naming each line)."""
     limits = limits or SandboxLimits()
     try:
-        run = run_sandboxed(RUNNER, _job("build", code, BUILD_FILE, limits), limits)
+        run = run_sandboxed(RUNNER, _job("build", code, BUILD_FILE, limits, checked=checked), limits)
     except SandboxUnavailable as exc:
         return BuildResult(False, None, None, None, "", [], 0, f"sandbox unavailable: {exc}")
     why = run.ending(limits)
@@ -326,6 +338,11 @@ def rebuild(code: str, limits: SandboxLimits | None = None) -> BuildResult:
         error = data.get("error") if isinstance(data.get("error"), dict) else None
         message = "build.py failed: " + (describe_error(error) if error else "it returned no model")
         return BuildResult(False, None, api, error, output, refusals, count, message, run.seconds)
+    if count:
+        how = "checked" if checked else "placed unchecked, as BrickAgent places them"
+        lines = describe_refusals(refusals, count)
+        message = f"build.py failed: {count} placement(s) could not be made ({how}):\n" + "\n".join(lines)
+        return BuildResult(False, None, api, None, output, refusals, count, message, run.seconds)
     return BuildResult(True, mpd, api, None, output, refusals, count, f"build.py built the model ({api})", run.seconds)
 
 
@@ -333,10 +350,12 @@ def build_model(
     code: str, rules: Rules | None, limits: SandboxLimits | None = None, *, strict: bool = False, name: str = "model"
 ) -> tuple[Builder | None, BuildResult, list[str]]:
     """Rebuild a ``build.py`` in the sandbox and load its model under ``rules``: (the model, or None when the build
-    failed; the build result; the lines of the exported model that could not become pieces)."""
+    failed; the build result; the lines of the exported model that could not become pieces). ``strict``: the
+    ``checked`` protocol (placements checked in the build, and in the model loaded for later tools); else they
+    land unchecked, as BrickAgent lands them."""
     from brick_gym.core.ldraw import LDrawError
 
-    built = rebuild(code, limits)
+    built = rebuild(code, limits, checked=strict)
     if not built.ok or built.mpd is None:
         return None, built, []
     try:  # bounded by the setting's part limit before any part is placed

@@ -8,7 +8,10 @@ Two kinds of job:
   :class:`~brick_gym.core.builder.Builder` rebuilt from the parent's state). Every change it makes to that model is
   recorded as an operation (place, remove, undo) for the parent to replay through its own checked assembly.
 * ``build`` (the BrickBench protocol): the code is a ``build.py`` whose ``build()`` returns the assembly (a
-  brick_gym Builder or Assembly, or a ``brickagent`` Assembly); the result is exported as .mpd text.
+  brick_gym Builder or Assembly, or a ``brickagent`` Assembly); the result is exported as .mpd text. The job's
+  ``checked`` says whether a brick_gym model made without an explicit ``strict=`` checks its placements (the
+  ``checked`` protocol) or lands them unchecked as BrickAgent does (the ``brickbench`` protocol, and
+  ``bench verify``: the verdict is then the official harness's).
 
 Every refusal and every exception is reported with the line of the agent's code that caused it. The result is one
 JSON object written to the result channel (the original stdout); printed output goes to a bounded buffer.
@@ -35,6 +38,8 @@ __all__ = ["main"]
 
 MAX_REFUSALS = 50
 """Refusals reported one by one; the rest are only counted."""
+MAX_CALLERS = 3
+"""Call sites in the agent's code reported above the innermost line (nearest first)."""
 
 
 class LimitReached(BaseException):
@@ -82,24 +87,37 @@ class _Recorder:
         self.refusal_count = 0
         self.depth = 0
 
-    def line(self) -> int | None:
-        """The innermost line of the agent's code on the current stack."""
+    def lines_on_stack(self) -> list[int]:
+        """The lines of the agent's code on the current stack, innermost first."""
+        found = []
         frame = sys._getframe(1)
         while frame is not None:
             if frame.f_code.co_filename == self.filename:
-                return frame.f_lineno
+                found.append(frame.f_lineno)
             frame = frame.f_back
-        return None
+        return found
 
     def text(self, line: int | None) -> str:
         return self.lines[line - 1].strip() if line and 0 < line <= len(self.lines) else ""
 
+    def callers(self, lines: list[int]) -> list[dict[str, Any]]:
+        """The call sites above the innermost line (nearest first), so that a mistake inside a helper also names
+        the line of the agent's code that called it."""
+        return [{"line": n, "code": self.text(n)} for n in lines[1 : 1 + MAX_CALLERS]]
+
     def refused(self, outcome: Any) -> None:
         self.refusal_count += 1
         if len(self.refusals) < MAX_REFUSALS:
-            line = self.line()
+            stack = self.lines_on_stack()
+            line = stack[0] if stack else None
             self.refusals.append(
-                {"line": line, "code": self.text(line), "reason": outcome.reason, "message": outcome.message}
+                {
+                    "line": line,
+                    "code": self.text(line),
+                    "called_from": self.callers(stack),
+                    "reason": outcome.reason,
+                    "message": outcome.message,
+                }
             )
 
 
@@ -157,19 +175,21 @@ def _hint(exc: BaseException) -> str:
 
 
 def _error(exc: BaseException, recorder: _Recorder) -> dict[str, Any]:
-    line = None
+    stack: list[int] = []  # innermost first
     if isinstance(exc, SyntaxError) and exc.filename == recorder.filename:
-        line = exc.lineno
+        stack = [exc.lineno] if exc.lineno else []
     else:
         for frame, lineno in traceback.walk_tb(exc.__traceback__):
             if frame.f_code.co_filename == recorder.filename:
-                line = lineno
+                stack.insert(0, lineno)
+    line = stack[0] if stack else None
     kind = "LimitReached" if isinstance(exc, LimitReached) else type(exc).__name__
     return {
         "type": kind,
         "message": str(exc) if not isinstance(exc, SyntaxError) else exc.msg,
         "line": line,
         "code": recorder.text(line),
+        "called_from": recorder.callers(stack),
         "hint": _hint(exc),
     }
 
@@ -251,6 +271,18 @@ def _wrap_api(recorder: _Recorder) -> None:
         "attach_submodel",
     ):
         setattr(Builder, name, outermost(getattr(Builder, name)))
+
+
+def _default_strictness(checked: bool) -> None:
+    """Whether models a ``build.py`` makes check their placements when it does not say (``strict=``)."""
+    from brick_gym.core.assembly import Assembly
+    from brick_gym.core.builder import Builder
+
+    for cls in (Assembly, Builder):
+        defaults = cls.__init__.__kwdefaults__
+        if defaults is None or "strict" not in defaults:  # pragma: no cover - guards an API change
+            raise RuntimeError(f"{cls.__name__}() lost its strict= keyword")
+        defaults["strict"] = checked
 
 
 def _namespace(model: Any) -> dict[str, Any]:
@@ -343,6 +375,7 @@ def main() -> int:
         namespace = _namespace(model)
     else:
         namespace = {}
+        _default_strictness(bool(job.get("checked", False)))
     _wrap_api(recorder)
     from brick_gym.core import catalog
 

@@ -716,16 +716,22 @@ class ToolSession:
             code, self.rules, self.limits, strict=self.protocol == "checked", name=self.assembly.name
         )
         if model is None:
-            lines = [f"ERROR (program_failed): {built.message}. Nothing changed."]
-            lines += ["refusals:", *describe_refusals(built.refusals, built.refusal_count)] if built.refusals else []
+            lines = [f"ERROR (program_failed): {built.message}", "Nothing changed: build.py is not the deliverable."]
+            if built.error is not None and built.refusals:  # refusals before the error (else the message has them)
+                lines += ["refusals:", *describe_refusals(built.refusals, built.refusal_count)]
             lines += ["output:", built.output.rstrip()] if built.output.strip() else []
             return ToolResult("\n".join(lines), ok=False, error_kind="program_failed")
         self.builder = model
         self.build_code = code
+        how = (
+            "each placement checked as it was made"
+            if self.protocol == "checked"
+            else "placed unchecked, as BrickAgent places them: check() gives the verdict"
+        )
         text = (
-            f"build.py built {len(self.assembly)} piece(s) ({built.api}); it is now the deliverable (the runner "
-            "rebuilds it to verify, so later changes made with other tools are not delivered unless build.py is "
-            "written again)."
+            f"build.py built {len(self.assembly)} piece(s) ({built.api}; {how}); it is now the deliverable (the "
+            "runner rebuilds it to verify, so later changes made with other tools are not delivered unless build.py "
+            "is written again)."
         )
         if problems:
             text += " Parts that could not be loaded: " + "; ".join(problems[:10])

@@ -128,7 +128,9 @@ def test_failures_are_recorded_and_redone(tmp_path, monkeypatch, capsys):
 
     real_make = runner._make_client
     monkeypatch.setattr(
-        runner, "_make_client", lambda spec, sampling=None: _BrokenClient() if spec == "broken" else real_make(spec)
+        runner,
+        "_make_client",
+        lambda spec, sampling=None, options=None: _BrokenClient() if spec == "broken" else real_make(spec),
     )
     cfg = _config(render=False)
     # A client error still delivers a model: finished, unless retry_errors asks for another go.
@@ -413,3 +415,20 @@ def test_score_and_elo_cli(heuristic_run, tmp_path, capsys):
     argv = ["score", str(a.parent), "--setting", "model", "--judge", "scripted-yes", "--out", str(out)]
     assert bench_main(argv) == 2
     assert "holds agent folders (alpha, beta), not task folders" in capsys.readouterr().err
+
+
+def test_two_settings_in_one_out_keep_both_summaries(tmp_path):
+    script = tmp_path / "finish.json"
+    script.write_text(json.dumps([{"tool_calls": [{"name": "finish", "arguments": {}}]}]))
+    spec = f"scripted:{script}"
+    cfg = _config(render=False)
+    model = run(None, "model", spec, tmp_path / "out", limit=1, config=cfg, progress=False, name="agent")
+    sets = run(None, "set", spec, tmp_path / "out", limit=1, config=cfg, progress=False, name="agent")
+    folder = tmp_path / "out" / "agent"
+    by_setting = {s: json.loads((folder / f"summary-{s}.json").read_text()) for s in ("model", "set")}
+    assert list(by_setting["model"]["tasks"]) == model.tasks and list(by_setting["set"]["tasks"]) == sets.tasks
+    assert by_setting["model"]["setting"] == "model" and by_setting["set"]["setting"] == "set"
+    # summary.json still holds the first setting's summary: the second run did not overwrite it
+    assert json.loads((folder / "summary.json").read_text()) == by_setting["model"]
+    again = run(None, "model", spec, tmp_path / "out", limit=1, config=cfg, progress=False, name="agent")
+    assert again.skipped == model.tasks and json.loads((folder / "summary.json").read_text())["setting"] == "model"

@@ -34,3 +34,25 @@ def test_pairs_beyond_max_narrow_are_counted_as_untested() -> None:
     assert scan.untested == 15 - 5 and len(scan.pairs) + scan.more <= 5
     assert scan.involved == frozenset(range(6))
     assert collision_scan(pieces, max_narrow=None).total == 15
+
+
+def test_a_brick_half_a_stud_off_is_told_to_move_onto_the_grid_not_up() -> None:
+    from brick_gym.core.builder import Builder
+
+    m = Builder()
+    m.add("3001", "red", (0, 0, 0))
+    half = m.add("3001", "blue", (10, -24, 0))
+    assert half.reason == "collision" and "further up" not in half.message
+    assert half.message.endswith(
+        "off the stud grid of that piece: move it 10 LDU along x (to x 0 or 20) onto the stud grid"
+    )
+    small = m.add("3005", "blue", (27, -24, 10))  # a 1x1's sides sit 7 LDU off along x; along z it is on the grid
+    assert small.message.endswith("move it 3 LDU along +x (to x 30) onto the stud grid"), small.message
+    assert m.add("3001", "blue", (30, -24, 0)).message.endswith(
+        "move it 10 LDU along x (to x 20 or 40) onto the stud grid"
+    )
+    # done as told, the brick takes the studs below
+    assert m.add("3001", "blue", (20, -24, 0)).ok
+    # a sideways overlap keeps the way out along that axis (the grid would not clear it)
+    side = m.add("3001", "green", (78.9, 0, 0))
+    assert side.message.endswith("it clears once more than 0.1 LDU further +x")

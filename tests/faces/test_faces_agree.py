@@ -187,3 +187,25 @@ def test_patching_the_one_session_prompt_or_check_changes_both_faces(
     tools = [m["content"] for m in received[-1]["messages"] if m["role"] == "tool"]
     assert tools and all("[patched session]\n[budget: " in t for t in tools)
     assert rollout["metrics"]["validity"] == 0.0 and rollout["reward"] == 0.0
+
+
+def test_every_face_shows_the_judge_views_at_one_size() -> None:
+    """One judge image size everywhere (BrickBench's 1024²): Inspect's VQA scorer, the verifiers environment and
+    ``bench score`` ask the judge about the same pixels, so their VQA numbers compare."""
+    import inspect
+
+    from brick_gym.bench.scoring import score
+    from brick_gym.faces.inspect_task import vqa
+    from brick_gym.faces.scoring import vqa_score
+    from brick_gym.faces.verifiers_env import BrickBenchEnv
+    from brick_gym.judges.requests import JUDGE_IMAGE_SIZE
+
+    defaults = {
+        "inspect task": inspect.signature(brickbench).parameters["judge_size"].default,
+        "inspect scorer": inspect.signature(vqa).parameters["size"].default,
+        "verifiers": inspect.signature(load_environment).parameters["judge_size"].default,
+        "verifiers env": inspect.signature(BrickBenchEnv).parameters["judge_size"].default,
+        "faces": inspect.signature(vqa_score).parameters["size"].default,
+        "bench score": inspect.signature(score).parameters["image_size"].default,
+    }
+    assert defaults == dict.fromkeys(defaults, JUDGE_IMAGE_SIZE) and JUDGE_IMAGE_SIZE == 1024

@@ -200,3 +200,20 @@ def test_a_schema_invalid_argument_is_answered_by_the_session_and_counted(tmp_pa
     assert "colour" in tool_texts[0] and "xxxxxxxxxx" * 1000 not in tool_texts[0]
     episode = sample.store[VERIFICATION_KEY]["episode"]
     assert episode["stop_reason"] == "max_tool_calls" and episode["tool_calls"] == 2 and episode["pieces"] == 1
+
+
+def test_mockllm_counts_tokens_offline_with_the_bundled_encoding(tmp_path: Path, monkeypatch) -> None:
+    """``inspect eval ... --model mockllm/model``: mockllm counts every reply with tiktoken's o200k_base, which
+    tiktoken would download; the task seeds tiktoken's cache from bpe-openai's copy, and nothing is fetched."""
+    import tiktoken.load
+    import tiktoken.registry
+
+    def no_network(url: str) -> bytes:
+        raise AssertionError(f"tiktoken tried to download {url}")
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
+    monkeypatch.setattr(tiktoken.load, "read_file", no_network)
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # nothing loaded earlier in this process
+    (sample,) = run_eval(brickbench(setting="model", render=False), "mockllm/model", tmp_path, limit=1).samples
+    assert sample.scores["validity"].value == 0.0 and sample.model_usage["mockllm/model"].input_tokens > 0
+    assert len(list((tmp_path / "tiktoken").iterdir())) == 2  # o200k_base and cl100k_base, verified copies

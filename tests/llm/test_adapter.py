@@ -262,3 +262,20 @@ def test_transcripts_read_back_and_malformed_ones_name_the_line(tmp_path: Path, 
     bad.write_text('{"seq": "x", "type": "message"}\n')
     assert main(["bench", "transcript", str(bad)]) == 2
     assert "bad.jsonl:1" in capsys.readouterr().err
+
+
+def test_the_prompt_says_truly_how_placements_by_coordinates_join() -> None:
+    """Coordinates give exact joints when a part's connectors land on free ones (what the prompt says now, in
+    place of "attach rather than coordinates"); half a stud off they give none."""
+    from brick_gym.core.builder import Builder
+
+    text = system_prompt("model", None, "a wall")
+    assert "rather than by coordinates" not in text
+    assert "joins wherever its connectors land exactly on free ones" in text and "half a stud off" in text
+    m = Builder()
+    m.add("3001", "red", (0, 0, 0))
+    on_grid = m.add("3001", "blue", (20, -24, 0))
+    assert on_grid.ok and len(on_grid.joints) == 6  # the six studs it covers, as attach would make them
+    loose = Builder(strict=False)
+    loose.add("3001", "red", (0, 0, 0))
+    assert loose.add("3001", "blue", (10, -24, 0)).joints == ()

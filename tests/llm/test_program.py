@@ -71,7 +71,9 @@ def test_refusals_name_the_innermost_line_of_the_agents_code(sandboxed: None) ->
     assert result.ok and len(m) == 13  # the brick at 500 and the mirrored plate landed; the brick at 0 did not
     lines = [r["line"] for r in result.refusals]
     assert lines == [2] and result.refusal_count == 1
-    assert "line 2 (`return model.add('3001', 'red', (x, 0, 0))`): REFUSED (collision)" in result.text
+    assert (
+        "line 2 (`return model.add('3001', 'red', (x, 0, 0))`), called from line 4 (`put(0)`): REFUSED" in result.text
+    )
 
 
 def test_the_host_replays_and_refuses_a_forged_result(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,3 +179,21 @@ def test_write_build_makes_build_py_the_deliverable(sandboxed: None) -> None:
     assert "brickagent" in result.text and s.assembly.strict
     failed = s.call("write_build", {"code": "def build():\n    raise ValueError('nope')\n"})
     assert not failed.ok and "line 2" in failed.text and len(s.assembly) == 11
+
+
+def test_mistakes_inside_helpers_name_the_call_site_too(sandboxed: None) -> None:
+    m = Builder()
+    code = "def put(x):\n    return model.add('3001', 'red', (x, 0, 0))\n\nput(0)\nput(0)\n"
+    refused = run_program(m, code)
+    assert refused.refusals[0]["called_from"] == [{"line": 5, "code": "put(0)"}]
+    assert "line 2 (`return model.add('3001', 'red', (x, 0, 0))`), called from line 5 (`put(0)`): REFUSED" in (
+        refused.text
+    )
+    failing = "def helper():\n    raise RuntimeError('broken')\n\ndef outer():\n    helper()\n\nouter()\n"
+    error = run_program(m, failing)
+    assert (
+        "line 2 (`raise RuntimeError('broken')`), called from line 5 (`helper()`), called from line 7 (`outer()`)"
+        in (error.text)
+    )
+    built = rebuild("def build():\n    return helper()\n\ndef helper():\n    raise RuntimeError('broken')\n")
+    assert "line 5 (`raise RuntimeError('broken')`), called from line 2 (`return helper()`)" in built.message

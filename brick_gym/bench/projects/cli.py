@@ -151,7 +151,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  {task}: FAILED: {error} (run again to redo it)", file=sys.stderr)
     for name, path in result.files.items():
         print(f"{name}: {path}")
-    return 1 if result.summary.failed else 0
+    for task, error in result.summary.unfinished.items():
+        print(f"  {task}: UNFINISHED: {error} (run again to resume it)", file=sys.stderr)
+    return 1 if result.summary.failed or result.summary.unfinished else 0
 
 
 def add_projects_commands(subparsers: Any) -> argparse.ArgumentParser:

@@ -327,6 +327,12 @@ SET_MAX_LENGTH = 4
 """At Set scale, bricks and plates are at most 4 studs long (1x2 to 2x4 in running bond, as in retail sets)."""
 
 
+MAX_SCENERY = 16
+"""Most trees (or craters) the scenery adds on free base squares."""
+
+MAX_BORDER_COURSES = 8
+"""Most courses of the garden wall round a Set scene (8 bricks: 192 LDU, a hedge a figure could hide behind)."""
+
 SINGLE_SHARE = 7
 """At Set scale no single 1x1 part is used for more than this percentage of the part minimum (the tiler turns to
 the next part that fits: a round 1x1 brick for a square one), and flowers take at most 8%."""
@@ -410,12 +416,13 @@ def plan_build(brief_text: str, rules: Rules, *, target_pieces: int | None = Non
 
 def _decorate(planner: _Planner, goal: int, brief: Brief, base_colour: str) -> None:
     """Scenery on free base squares until ``goal`` pieces: trees (on sand islands on a water base), or on the moon
-    rocks and craters; then flowers or pebbles on free cells (at most 8% of ``goal``)."""
+    rocks and craters; then flowers or pebbles on free cells (at most 8% of ``goal``); then, when the base has
+    no room left for more, a garden wall round the scene (:func:`_border`)."""
     water = base_colour in ("blue", "dark blue", "medium azure")
     moon = brief.terrain == "moon"
     tree = BLUEPRINTS["tree"]
     rock = BLUEPRINTS["haystack"]
-    for k in range(16):
+    for k in range(MAX_SCENERY):
         if len(planner.asm) >= goal:
             return
         size = 6 if k < 8 else 4
@@ -463,4 +470,27 @@ def _decorate(planner: _Planner, goal: int, brief: Brief, base_colour: str) -> N
             planner.layer(Layer({c: colours[k % len(colours)]}, "flower"))
             k += 1
     if len(planner.asm) < goal:
+        _border(planner, goal, "light bluish gray" if water else "dark bluish gray" if moon else "dark green")
+    if len(planner.asm) < goal:
         planner.plan.notes.append(f"could not reach {goal} pieces")
+
+
+def _border(planner: _Planner, goal: int, colour: str) -> None:
+    """A garden wall round the scene (a hedge on grass, a sea wall on water, a ridge on the moon): courses of
+    bricks on the base's free outer ring, a gate left open at the middle of the front (-z), course by course
+    until ``goal`` pieces or :data:`MAX_BORDER_COURSES`. It is part of the scene, as the fences and hedges of
+    retail sets are: every brick stands on the course below and shows."""
+    xs = [c[0] for c in planner.columns]
+    zs = [c[1] for c in planner.columns]
+    x0, x1, z0, z1 = min(xs), max(xs), min(zs), max(zs)
+    middle = (x0 + x1) / 2
+    ring = [
+        c
+        for c, col in planner.columns.items()
+        if col.height == 0 and (c[0] in (x0, x1) or c[1] in (z0, z1)) and not (c[1] == z0 and abs(c[0] - middle) < 2)
+    ]
+    for _ in range(MAX_BORDER_COURSES):
+        if len(planner.asm) >= goal or planner.full or not ring:
+            return
+        planner.layer(Layer(paint(ring, colour)))
+        planner.plan.blueprints.append("border")
