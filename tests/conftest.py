@@ -24,6 +24,18 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "brickbench"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The session's derived-data cache (lattice tables...) in a temporary folder, never the user's."""
+    before = os.environ.get("BRICK_GYM_CACHE")
+    os.environ["BRICK_GYM_CACHE"] = str(tmp_path_factory.mktemp("brick_gym_cache"))
+    yield
+    if before is None:
+        os.environ.pop("BRICK_GYM_CACHE", None)
+    else:
+        os.environ["BRICK_GYM_CACHE"] = before
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
 

@@ -147,6 +147,14 @@ def run_speed(*, quick: bool = False, on_stage: Callable[[str], None] = lambda s
         figures["non_box_placement_us"], theirs = _non_box_placement_us(sizes[:2]), None
     other = figures["non_box_placement_us"].get("400") or figures["non_box_placement_us"].get("50")
     figures["non_box_placement_vs_brickagent_ratio"] = round(other / theirs, 3) if other and theirs else None
+    on_stage("public attach('brick 1x1', 'red', to=stud, by=('hole', 0)) beside pre-resolved placements")
+    if stick is not None:
+        figures["public_attach"], theirs = stick.around(lambda: public_attach_figures(40 if quick else 200))
+        figures["public_attach"]["attach_us"] = round(theirs, 1)
+        for key in ("public_us", "pre_resolved_us"):
+            figures["public_attach"][f"{key[:-3]}_over_attach"] = round(figures["public_attach"][key] / theirs, 3)
+    else:
+        figures["public_attach"] = public_attach_figures(40 if quick else 200)
     on_stage("rendering 8 views")
     figures.update(_render_figures(quick))
     on_stage("env steps beside bare placements")
@@ -189,6 +197,36 @@ def force_figures(quick: bool = False) -> dict[str, Any]:
     large.attach("3024", "red", to=f"{top}.stud[0]", by=("hole", 0))
     out["after_one_more_piece_ms"] = timed(lambda: analyser.analyse(large), 1)
     out["note"] = "[wall, CPU] ms; CPU time is what a loaded machine hides least"
+    return out
+
+
+def public_attach_figures(bricks: int) -> dict[str, Any]:
+    """The public call a program writes, ``Assembly.attach("brick 1x1", "red", to=stud, by=("hole", 0))``, and the
+    same placements pre-resolved (``Assembly.place(Placement("3005", 4, ConnectorRef(...), ("hole", 0)))``), each
+    in a loop of ``bricks`` on its own 32×32 base plate (3811), in alternating rounds after a warm-up: median µs
+    per call. Their ratio says what name, colour and reference resolution cost on top of the placement."""
+    from brick_gym.core.pieces import ConnectorRef
+
+    studs = [ConnectorRef(0, "stud", i) for i in range(0, 1024, 5)][:bricks]
+
+    def public(asm: Assembly, ref: ConnectorRef) -> Outcome:
+        return asm.attach("brick 1x1", "red", to=ref, by=("hole", 0))
+
+    def resolved(asm: Assembly, ref: ConnectorRef) -> Outcome:
+        return asm.place(Placement("3005", 4, ref, ("hole", 0)))
+
+    times: dict[str, list[float]] = {"public_us": [], "pre_resolved_us": []}
+    for rounds in range(4):  # the first round warms both paths up and is not counted
+        for key, call in (("public_us", public), ("pre_resolved_us", resolved)):
+            asm = Assembly()
+            asm.add("3811", "green")
+            t = time.perf_counter()
+            for ref in studs:
+                call(asm, ref)
+            if rounds:
+                times[key].append((time.perf_counter() - t) / len(studs) * 1e6)
+    out: dict[str, Any] = {k: round(statistics.median(v), 1) for k, v in times.items()}
+    out["public_over_pre_resolved"] = round(out["public_us"] / out["pre_resolved_us"], 3)
     return out
 
 

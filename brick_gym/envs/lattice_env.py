@@ -25,7 +25,6 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 from gymnasium.vector.utils import batch_space
-from numba import njit
 
 from brick_gym.core.catalog import part as get_part
 from brick_gym.core.pieces import ConnectorRef, Placement
@@ -34,6 +33,7 @@ from brick_gym.envs.fidelity_targets import BASE_PLATES, COLOURS, PALETTE_STEMS
 from brick_gym.envs.fidelity_tasks import DEFAULT_POOL, fidelity_task_source
 from brick_gym.lattice import columns as cols
 from brick_gym.lattice import kernels as kn
+from brick_gym.lattice.column_tables import ColumnTables
 from brick_gym.lattice.state import LatticeBatch
 from brick_gym.lattice.tables import YAWS, build_tables
 from brick_gym.rewards.terms import RewardSpec, standard_rewards
@@ -44,26 +44,25 @@ HEIGHTS = {"small": 40, "medium": 80}
 """Region plates per target size (the tallest generated targets: 34 and 76)."""
 BUDGETS = {"small": (32, 64), "medium": (80, 160)}
 """(max pieces, max steps) per size, as ``Fidelity-v0``'s."""
-_STOP, _SKIP = 9, 10
-_BAD = len(cols.VERDICTS)
-"""The refusal code of an action outside the space."""
 
 
 class LatticeEncoding(Protocol):
-    """An action encoding over the lattice batch: its own mask layout and compiled kernels. A target-blind
-    benchmark encoding plugs in by implementing these four methods."""
+    """An action encoding over the lattice batch: its own mask layout, state and compiled kernels. An instance
+    serves one env (:meth:`bind` gives it its arrays). A target-blind benchmark encoding plugs in by implementing
+    these methods."""
 
-    def size(self, env: FidelityLatticeVectorEnv) -> int:
-        """Actions besides STOP (the last index)."""
+    def bind(self, env: FidelityLatticeVectorEnv) -> int:
+        """Allocate this encoding's state for ``env``'s batch; how many actions besides STOP (the last index)."""
         ...
 
-    def reset_masks(self, env: FidelityLatticeVectorEnv, e: int) -> None:
-        """Recompute env ``e``'s mask row from scratch (after a reset)."""
+    def reset_masks(self, env: FidelityLatticeVectorEnv, envs: np.ndarray | list[int] | int) -> None:
+        """Recompute the mask rows of ``envs`` from scratch (after a reset)."""
         ...
 
     def step(self, env: FidelityLatticeVectorEnv, actions: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Apply the actions of the ``active`` envs: (codes, joints), code 0 placed, 1.. a refusal (see
-        :meth:`reason`), 9 STOP, 10 skipped; masks updated."""
+        """Apply the actions of the ``active`` envs: (codes, joints, allowed), code 0 placed, 1.. a refusal (see
+        :meth:`reason`), :data:`~brick_gym.lattice.columns.STOPPED`, :data:`~brick_gym.lattice.columns.SKIPPED`;
+        ``allowed``: whether any action besides STOP is allowed now; masks updated."""
         ...
 
     def reason(self, code: int) -> str:
@@ -74,33 +73,49 @@ class LatticeEncoding(Protocol):
         """The exact path's placement an allowed action stands for in env ``e`` now (None for STOP)."""
         ...
 
+    def sample(self, env: FidelityLatticeVectorEnv, u: np.ndarray) -> np.ndarray:
+        """An allowed action per env (STOP only when nothing else is), from uniform numbers ``u`` in [0, 1)."""
+        ...
+
 
 class ColumnEncoding:
-    """(palette part, colour, quarter turn, low column) actions; see :mod:`brick_gym.lattice.columns`."""
+    """(palette part, colour, quarter turn, low column) actions; see :mod:`brick_gym.lattice.columns`. Its state:
+    the height map, the column tops, ``legal`` per (part, q, column) and ``nlegal`` per env."""
 
-    def size(self, env: FidelityLatticeVectorEnv) -> int:
+    def bind(self, env: FidelityLatticeVectorEnv) -> int:
         """Palette parts × colours × 4 quarter turns × columns."""
         x, _, z = env.batch.region
-        return len(env.palette_part) * len(env.batch.colours) * 4 * x * z
+        n = env.num_envs
+        self.tables = ColumnTables(env.batch.tables, env.palette_part, env.inv_yaw)
+        self.heights = np.zeros((n, x, z), dtype=np.int64)
+        self.tops = np.zeros((n, 2, x, z), dtype=np.int64)
+        self.cls = np.zeros((n, self.tables.classes, x, z), dtype=np.int8)
+        self.legal = np.zeros((n, len(env.palette_part) * 4 * x * z), dtype=np.int8)
+        self.nlegal = np.zeros((n, len(env.palette_part) * 4), dtype=np.int64)
+        self.allowed = np.zeros(n, dtype=np.bool_)
+        self.state = (self.heights, self.tops, self.cls, self.legal, self.nlegal)
+        """What the column kernels keep per env (their ``cs``)."""
+        return self.legal.shape[1] * len(env.batch.colours)
 
-    def reset_masks(self, env: FidelityLatticeVectorEnv, e: int) -> None:
-        """Every action evaluated."""
-        x, _, z = env.batch.region
-        env.masks[e, -1] = 1
-        cols.refresh(*env.kernel_state(), e, env.palette_part, env.fast, 0, x - 1, 0, z - 1, *env.kernel_tables())
+    def reset_masks(self, env: FidelityLatticeVectorEnv, envs: np.ndarray | list[int] | int) -> None:
+        """Every action of ``envs`` decided (heights from their pieces' tops)."""
+        b = env.batch
+        rows = np.atleast_1d(np.asarray(envs, dtype=np.int64))
+        cols.reset_masks(b.grid, b.pieces, b.used, b.meta, b.stock, env.masks, self.allowed, self.state, rows,
+                         env.kernel_tables(), self.tables.arrays())  # fmt: skip
 
     def step(self, env: FidelityLatticeVectorEnv, actions: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, ...]:
         """All envs in one compiled pass."""
-        codes = np.full(env.num_envs, _SKIP, dtype=np.int64)
+        codes = np.empty(env.num_envs, dtype=np.int64)
         joints = np.zeros(env.num_envs, dtype=np.int64)
         b = env.batch
         t = b.tables
-        _step_all(
-            np.asarray(actions, dtype=np.int64), active, codes, joints, b.grid, b.pieces, b.used, b.meta, env.heights,
-            b.stock, env.masks, env.legal, env.built, env.goal, env.counts, env.palette_part, env.fast,
-            *env.kernel_tables(), t.vox, t.nvox,
+        cols.step_all(
+            np.asarray(actions, dtype=np.int64), active, codes, joints, self.allowed, b.grid, b.pieces, b.used,
+            b.meta, b.stock, env.masks, self.state, env.built, env.goal, env.counts, env.kernel_tables(),
+            self.tables.arrays(), t.vox, t.nvox,
         )  # fmt: skip
-        return codes, joints
+        return codes, joints, self.allowed.copy()
 
     def reason(self, code: int) -> str:
         """The column verdict's wording, or ``bad_action`` for an action outside the space."""
@@ -116,7 +131,7 @@ class ColumnEncoding:
         s = base // (z * x * 4)
         row = np.zeros(5, dtype=np.int64)
         b = env.batch
-        cols.evaluate(b.grid, b.pieces, b.used, env.heights, e, int(env.palette_part[s]), q, ci, ck,
+        cols.evaluate(b.grid, b.pieces, b.used, self.heights, e, int(env.palette_part[s]), q, ci, ck,
                       *env.kernel_tables(), row)  # fmt: skip
         host, conn, source, yaw, _ = row.tolist()
         stem = env.batch.tables.stems[env.palette_part[s]]
@@ -130,54 +145,23 @@ class ColumnEncoding:
             YAWS[yaw],
         )
 
-
-@njit(cache=True)
-def _step_all(actions, active, codes, joints, grid, pieces, used, meta, heights, stock, masks, legal, built, goal,
-              counts, palette_part, fast, kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place,
-              pair_start, pair_value, inv_yaw, vox, nvox):  # fmt: skip
-    stop = masks.shape[1] - 1
-    result = np.zeros(2, dtype=np.int64)
-    row = np.zeros(5, dtype=np.int64)
-    big_x, big_z = grid.shape[2], grid.shape[4]
-    colours = stock.shape[2]
-    for e in range(len(actions)):
-        if not active[e]:
-            continue
-        a = actions[e]
-        if a == stop:
-            codes[e] = _STOP
-            continue
-        if a < 0 or a > stop:
-            codes[e] = _BAD
-            continue
-        if masks[e, a] == 0:
-            base = a // colours
-            ck, ci, q = base % big_z, (base // big_z) % big_x, (base // (big_z * big_x)) % 4
-            part = palette_part[base // (big_z * big_x * 4)]
-            verdict = cols.evaluate(
-                grid, pieces, used, heights, e, part, q, ci, ck, kind, dims, nconn, conn_kind, conn_mate, mates,
-                conn_point, conn_turn, place, pair_start, pair_value, inv_yaw, row,
-            )  # fmt: skip
-            codes[e] = verdict if verdict != cols.LEGAL else cols.NO_STOCK
-            continue
-        cols.apply(
-            grid, pieces, used, meta, heights, stock, masks, legal, built, goal, counts, e, a, palette_part, fast, kind,
-            dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw,
-            vox, nvox, result,
-        )  # fmt: skip
-        codes[e] = 0
-        joints[e] = result[1]
+    def sample(self, env: FidelityLatticeVectorEnv, u: np.ndarray) -> np.ndarray:
+        """A legal (part, q, column) uniformly, then one of its part's colours in stock (compiled)."""
+        return cols.sample(self.legal, self.nlegal, env.batch.stock, env.palette_part, u)
 
 
 @dataclass(frozen=True)
 class _Target:
-    """What a reset needs of one task: base plate, its low cell, the goal in region cells, the goal's size."""
+    """What a reset needs of one task: base plate, its low cell, the goal in region cells, the goal's size, the
+    target observation."""
 
     base: int
     colour: int
     origin: np.ndarray
     goal: np.ndarray
     goal_count: int
+    observed: np.ndarray
+    """The ``target`` observation: goal colour + 1 per cell (0 none)."""
 
 
 _TARGETS: dict[tuple[int, tuple[int, int, int]], tuple[Any, _Target]] = {}
@@ -216,7 +200,8 @@ def _prepare(task: Any, region: tuple[int, int, int], colours: tuple[int, ...], 
     inside = np.all((cells >= 0) & (cells < p_shape), axis=-1)
     at = tuple(cells[inside].T)
     goal[inside] = np.where(occupied[at], index[np.clip(dense[at], 0, 255)], -1)
-    return _Target(base_part, colours.index(base.colour), origin, goal, int(occupied.sum()))
+    observed = (np.maximum(goal, -1) + 1).astype(np.int8)
+    return _Target(base_part, colours.index(base.colour), origin, goal, int(occupied.sum()), observed)
 
 
 class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
@@ -261,14 +246,13 @@ class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
         self.palette_part = np.array([self.batch.tables.index(s) for s in PALETTE_STEMS], dtype=np.int64)
         self.inv_yaw = cols.inverse_yaws(self.batch.tables.place)
         self.encoding = encoding or ColumnEncoding()
-        n = self.encoding.size(self)
+        n = self.encoding.bind(self)
         self.stop_action = n
         self.masks = np.zeros((self.num_envs, n + 1), dtype=np.int8)
-        self.legal = np.zeros((self.num_envs, n // len(COLOURS)), dtype=np.int8)
-        self.fast = cols.fast_parts(self.batch.tables, self.palette_part)
-        self.heights = np.zeros((self.num_envs, region[0], region[2]), dtype=np.int64)
         self.built = np.full((self.num_envs, *region), -1, dtype=np.int8)
         self.goal = np.full((self.num_envs, *region), -2, dtype=np.int8)
+        self.target_obs = np.zeros((self.num_envs, *region), dtype=np.int8)
+        """The ``target`` observation of each env (its goal colours + 1, 0 none), set at reset."""
         self.counts = np.zeros((self.num_envs, 4), dtype=np.int64)
         self.goal_count = np.zeros(self.num_envs, dtype=np.int64)
         self.paid = np.zeros((self.num_envs, 2))
@@ -291,17 +275,15 @@ class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
 
-    # ----- what the kernels take ---------------------------------------------------------------------------------
-    def kernel_state(self) -> tuple[np.ndarray, ...]:
-        """(grid, pieces, used, heights, stock, masks, legal), as :func:`~brick_gym.lattice.columns.refresh`."""
-        b = self.batch
-        return b.grid, b.pieces, b.used, self.heights, b.stock, self.masks, self.legal
+        self._reasons = np.array([None, *(self.encoding.reason(c) for c in range(1, cols.STOPPED))], dtype=object)
+        t = self.batch.tables
+        self._kernel_tables = (t.kind, t.dims, t.nconn, t.conn_kind, t.conn_mate, t.mates, t.conn_point, t.conn_turn,
+                               t.place, t.pair_start, t.pair_value, self.inv_yaw)  # fmt: skip
 
+    # ----- what the kernels take ---------------------------------------------------------------------------------
     def kernel_tables(self) -> tuple[np.ndarray, ...]:
         """The part tables and the inverse yaw table, in the kernels' order."""
-        t = self.batch.tables
-        return (t.kind, t.dims, t.nconn, t.conn_kind, t.conn_mate, t.mates, t.conn_point, t.conn_turn, t.place,
-                t.pair_start, t.pair_value, self.inv_yaw)  # fmt: skip
+        return self._kernel_tables
 
     # ----- gymnasium API -----------------------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None) -> tuple[dict, dict]:
@@ -312,26 +294,27 @@ class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
         for e, s in enumerate(seeds):
             if s is not None:
                 self.rngs[e] = seeding.np_random(int(s))[0]
-            self._reset_one(e)
+        self._reset_envs(np.arange(self.num_envs))
         self.done[:] = False
-        return self._observe(), self._info(np.full(self.num_envs, _SKIP), np.zeros(self.num_envs), self._zero_terms())
+        skipped = np.full(self.num_envs, cols.SKIPPED)
+        return self._observe(), self._info(skipped, np.zeros(self.num_envs), self._zero_terms())
 
     def step(self, actions: Any) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Step every env; an env that ended on the last step is reset instead (its action ignored)."""
         actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
         was_done = self.done.copy()
-        for e in np.flatnonzero(was_done).tolist():
-            self._reset_one(e)
+        if was_done.any():
+            self._reset_envs(np.flatnonzero(was_done))
         active = ~was_done
-        codes, joints = self.encoding.step(self, actions, active)
+        codes, joints, allowed = self.encoding.step(self, actions, active)
         self.steps[active] += 1
         placed = codes == 0
-        invalid = active & (codes != 0) & (codes != _STOP)
+        invalid = active & (codes != 0) & (codes != cols.STOPPED)
         self.invalids += invalid
-        self.last_invalid = np.where(active, invalid, False)
+        self.last_invalid = invalid
         iou, colour_iou = self._iou()
         pieces = self.batch.meta[:, kn.ALIVE]
-        terminated = active & ((codes == _STOP) | (pieces >= self.max_pieces) | (self.masks[:, :-1].max(axis=1) == 0))
+        terminated = active & ((codes == cols.STOPPED) | (pieces >= self.max_pieces) | ~allowed)
         truncated = active & ~terminated & (self.steps >= self.max_steps)
         ended = terminated | truncated
         terms = self._zero_terms()
@@ -367,40 +350,36 @@ class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
         return self.encoding.placement(self, e, int(action))
 
     def sample_actions(self, rng: np.random.Generator) -> np.ndarray:
-        """A uniform allowed action per env (STOP only when nothing else is allowed)."""
-        return cols.sample(self.legal, self.masks, self.batch.stock, self.palette_part, rng.random(self.num_envs))
+        """A uniform allowed action per env (STOP only when nothing else is allowed), the encoding's sampler."""
+        return self.encoding.sample(self, rng.random(self.num_envs))
 
     # ----- helpers -----------------------------------------------------------------------------------------------
-    def _reset_one(self, e: int) -> None:
-        task = self.source(self.rngs[e])
-        self.tasks[e] = task
-        target = _target(task, self.batch.region, self.batch.colours, self.batch.tables.index(
-            task.extras["fidelity_task"].steps[0].part))  # fmt: skip
+    def _reset_envs(self, envs: np.ndarray) -> None:
+        """Draw a task for each env of ``envs`` and start it from its base plate (one compiled call for all)."""
+        bases = np.empty(len(envs), dtype=np.int64)
+        colours = np.empty(len(envs), dtype=np.int64)
         b = self.batch
-        b.clear(e)
-        b.origin[e] = target.origin
-        self.heights[e] = 0
-        self.built[e] = -1
-        self.goal[e] = target.goal
-        self.counts[e] = 0
-        self.goal_count[e] = target.goal_count
+        for n, e in enumerate(envs.tolist()):
+            task = self.tasks[e] = self.source(self.rngs[e])
+            target = _target(task, b.region, b.colours, b.tables.index(task.extras["fidelity_task"].steps[0].part))
+            bases[n], colours[n] = target.base, target.colour
+            b.origin[e] = target.origin
+            self.goal[e] = target.goal
+            self.target_obs[e] = target.observed
+            self.goal_count[e] = target.goal_count
         t = b.tables
-        kn.commit(b.grid, b.pieces, b.used, b.meta, b.stock, e, target.base, 0, 0, 0, 0, target.colour, t.dims,
-                  t.nconn, t.conn_kind, t.conn_mate, t.mates, t.conn_point)  # fmt: skip
-        dims = t.dims[target.base, 0]
-        self.heights[e, : dims[0], : dims[2]] = dims[1]
-        kn.fidelity_add(self.goal, self.built, self.counts, e, target.base, 0, 0, 0, 0, target.colour, t.vox, t.nvox)
-        self.encoding.reset_masks(self, e)
-        iou, colour_iou = self._iou()
-        self.paid[e] = iou[e], colour_iou[e]
-        self.steps[e] = 0
-        self.returns[e] = 0.0
-        self.invalids[e] = 0
-        self.last_invalid[e] = False
+        kn.restart(b.grid, b.pieces, b.used, b.meta, b.stock, self.built, self.goal, self.counts, envs, bases, colours,
+                   t.dims, t.nconn, t.conn_kind, t.conn_mate, t.mates, t.conn_point, t.vox, t.nvox)  # fmt: skip
+        self.encoding.reset_masks(self, envs)
+        self.paid[envs] = np.stack(self._iou(envs), axis=1)
+        self.steps[envs] = 0
+        self.returns[envs] = 0.0
+        self.invalids[envs] = 0
+        self.last_invalid[envs] = False
 
-    def _iou(self) -> tuple[np.ndarray, np.ndarray]:
-        built, inter, inter_colour = self.counts[:, 0], self.counts[:, 1], self.counts[:, 2]
-        union = self.goal_count + built - inter
+    def _iou(self, rows: np.ndarray | slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        built, inter, inter_colour = self.counts[rows, 0], self.counts[rows, 1], self.counts[rows, 2]
+        union = self.goal_count[rows] + built - inter
         safe = np.maximum(union, 1)
         return np.where(union > 0, inter / safe, 1.0), np.where(union > 0, inter_colour / safe, 1.0)
 
@@ -413,21 +392,20 @@ class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
             [self.steps / self.max_steps, self.batch.meta[:, kn.ALIVE] / self.max_pieces, iou, colour_iou], axis=1
         ).astype(np.float32)
         return {
-            "built": (self.built + 1).astype(np.int8),
-            "target": np.maximum(self.goal, -1).astype(np.int8) + 1,
+            "built": np.add(self.built, 1, dtype=np.int8),
+            "target": self.target_obs.copy(),
             "progress": np.clip(progress, 0.0, 1.0),
         }
 
     def _info(self, codes: np.ndarray, pieces: np.ndarray, terms: dict[str, np.ndarray]) -> dict[str, Any]:
-        reasons = np.array([None, *(self.encoding.reason(c) for c in range(1, _STOP))], dtype=object)
-        refused = (codes > 0) & (codes < _STOP)
-        outcome = np.where(codes == 0, "placed", np.where(refused, reasons[np.clip(codes, 0, _STOP - 1)], None))
+        refused = (codes > 0) & (codes < cols.STOPPED)
+        reason = np.where(refused, self._reasons[np.clip(codes, 0, cols.STOPPED - 1)], None)
         return {
             "reward_terms": terms,
             "action_mask": self.masks,
-            "invalid_reason": np.where(refused, reasons[np.clip(codes, 0, _STOP - 1)], None),
+            "invalid_reason": reason,
             "pieces": np.asarray(self.batch.meta[:, kn.ALIVE]).copy(),
-            "outcome": outcome,
+            "outcome": np.where(codes == 0, "placed", reason),
         }
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "JSON_MAX_DEPTH",
     "JSONInputError",
     "NotRegularFile",
+    "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_jsonl",
     "atomic_write_text",
@@ -211,22 +212,27 @@ def _open_exclusive(path: Path) -> int:
         return os.open(path, flags, 0o644)
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` so that readers see the old file or the whole new one, never a part (tmp + fsync + rename;
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` so that readers see the old file or the whole new one, never a part (tmp + fsync + rename;
     the temporary file is removed if anything fails). The temporary file is created new, never written through a
     symlink, and the rename replaces a symlink at ``path`` rather than writing where it points."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
     try:
-        with os.fdopen(_open_exclusive(tmp), "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(_open_exclusive(tmp), "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, p)
     finally:
         tmp.unlink(missing_ok=True)
     return p
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """:func:`atomic_write_bytes` of ``text`` in UTF-8."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def json_default(obj: Any) -> Any:

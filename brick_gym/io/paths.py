@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["MAX_ID_CHARS", "SAFE_ID", "UnsafePath", "check_safe_id", "safe_id_problem", "safe_join"]
+__all__ = ["MAX_ID_CHARS", "SAFE_ID", "UnsafePath", "cache_dir", "check_safe_id", "safe_id_problem", "safe_join"]
 
 MAX_ID_CHARS = 100
 """Longest safe id (file systems allow 255 bytes per component; names get suffixes such as ``.partial-12``)."""
@@ -74,3 +74,15 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
     if real != real_root and real_root not in real.parents:
         raise UnsafePath(f"{path} leads outside {base} (to {real}, through a symlink)")
     return path
+
+
+def cache_dir() -> Path:
+    """brick_gym's cache folder (derived data a run may rebuild at will): ``$BRICK_GYM_CACHE`` when set, else
+    ``$XDG_CACHE_HOME/brick_gym`` (the XDG base directory spec: only an absolute ``XDG_CACHE_HOME`` counts), else
+    ``~/.cache/brick_gym``. Not created here."""
+    own = os.environ.get("BRICK_GYM_CACHE")
+    if own:
+        return Path(own).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "brick_gym"

@@ -2,10 +2,22 @@
 piece resting on the highest cell under its footprint and attached by its first hole (connector order) over a
 free stud there. Each such action maps to one connector placement (host, target connector, source, yaw), which
 the exact path places at the same pose; the mask is exact for the encoding (every allowed action is legal) and
-kept incrementally: a commit changes only the actions whose footprint meets the new piece's columns.
+kept incrementally.
 
 Mask layout per env: ``base * colours + colour`` with ``base = ((palette part * 4 + q) * X + ci) * Z + ck``, then
 STOP; ``legal[e, base]`` keeps each base's verdict (what the sampler reads).
+
+Why it is fast: an action's verdict reads only its footprint's columns, so each column keeps a summary of its top
+(``tops``: which hole subtypes its free top stud takes, which palette shapes resting on its top piece need the
+meshes), each of the few distinct footprints (8 for the Fidelity palette) folds a window of columns once, and each
+class of part-quarters (same footprint, height and hole subtype: 14 classes for 40 part-quarters) reads its
+verdict off the window and compares it with the one it keeps per low column (``cls``). A commit changes only the
+new piece's columns, so only the windows meeting them are folded again, and a class's shapes and mask rows are
+written only where its verdict changed. Whatever the summary cannot decide (a part whose holes are not one subtype
+under every column, a shape whose meshes may meet the piece below) goes through :func:`evaluate`, the authority.
+
+Per-env state of the kernels (``cs``): ``heights`` (N, X, Z), ``tops`` (N, 2, X, Z), ``cls`` (N, K, X, Z),
+``legal`` (N, shapes × X × Z), ``nlegal`` (N, shapes) legal low columns per palette shape.
 """
 
 from __future__ import annotations
@@ -14,10 +26,17 @@ import numpy as np
 from numba import njit
 
 from brick_gym.lattice import kernels as kn
+from brick_gym.lattice.column_tables import BITS
 
 LEGAL, OUTSIDE, NO_SUPPORT, COLLISION, NO_STOCK = 0, 1, 2, 3, 4
 VERDICTS = ("placed", "outside_region", "no_mate", "collision", "out_of_stock")
 """``info["invalid_reason"]`` of each column verdict (no free stud under the footprint reads as ``no_mate``)."""
+STOPPED, SKIPPED, BAD = 9, 10, len(VERDICTS)
+"""Step codes besides the verdicts: STOP taken, env not stepped (autoreset), action outside the space."""
+
+EVALUATE_STATE, UNKNOWN_STATE = 2, 3
+"""A class's state per low column besides 0 (no shape of it legal) and 1 (all legal): decided shape by shape, not
+decided yet (after a reset)."""
 
 _BOX, _HOLE = 1, 2
 
@@ -92,92 +111,138 @@ def evaluate(grid, pieces, used, heights, e, part, q, ci, ck, kind, dims, nconn,
     return LEGAL
 
 
-def fast_parts(tables: object, palette_part: np.ndarray) -> np.ndarray:
-    """(palette parts, 4) hole mate code of each (part, quarter) whose holes sit under every column of its
-    footprint on its bottom boundary, all of one subtype (then its verdict needs only the footprint's heights and
-    top studs), −1 for the others (evaluated one by one)."""
-    t = tables
-    out = np.full((len(palette_part), 4), -1, dtype=np.int64)
-    for s, p in enumerate(palette_part.tolist()):
-        kinds = t.conn_kind[p, : t.nconn[p]]  # type: ignore[attr-defined]
-        codes = set(t.conn_mate[p, : t.nconn[p]][kinds == _HOLE].tolist())  # type: ignore[attr-defined]
-        for q in range(4):
-            nx, _, nz = t.dims[p, q].tolist()  # type: ignore[attr-defined]
-            holes = sorted(map(tuple, t.conn_point[p, q, : t.nconn[p]][kinds == _HOLE].tolist()))  # type: ignore[attr-defined]
-            if len(codes) == 1 and holes == sorted((i, 0, k) for i in range(nx) for k in range(nz)):
-                out[s, q] = next(iter(codes))
-    return out
+@njit(cache=True)
+def column_tops(grid, pieces, used, heights, tops, e, lo_i, hi_i, lo_k, hi_k, conn_mate, mates, conn_turn, risk):
+    """Summarise the tops of columns [lo_i, hi_i] × [lo_k, hi_k] of env ``e``: ``tops[e, 0, i, k]`` bit m when a
+    free upright stud on the column's top takes a hole of subtype m, ``tops[e, 1, i, k]`` the palette shapes whose
+    placement on the column's top piece needs the meshes (``risk`` of its shape)."""
+    codes = min(mates.shape[0], BITS)
+    for i in range(lo_i, hi_i + 1):
+        for k in range(lo_k, hi_k + 1):
+            j0 = heights[e, i, k]
+            bits = np.int64(0)
+            needs = np.int64(0)
+            if j0 > 0:
+                o = grid[e, kn.OWNER, i, j0 - 1, k]
+                if o >= 0:
+                    needs = risk[pieces[e, o, 0] * 4 + pieces[e, o, 1]]
+                sp = grid[e, kn.STUD_PIECE, i, j0, k]
+                if sp >= 0:
+                    sc = grid[e, kn.STUD_CONN, i, j0, k]
+                    hp = pieces[e, sp, 0]
+                    if not used[e, sp, sc] and conn_turn[hp, pieces[e, sp, 1], sc] >= 0:
+                        m = conn_mate[hp, sc]
+                        for c in range(codes):
+                            if mates[m, c]:
+                                bits |= np.int64(1) << c
+            tops[e, 0, i, k] = bits
+            tops[e, 1, i, k] = needs
 
 
 @njit(cache=True)
-def refresh(grid, pieces, used, heights, stock, masks, legal, e, palette_part, fast, lo_i, hi_i, lo_k, hi_k, kind,
-            dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value,
-            inv_yaw):  # fmt: skip
-    """Re-evaluate every action of env ``e`` whose footprint meets columns [lo_i, hi_i] × [lo_k, hi_k]: ``legal``
-    per (palette part, q, column), the mask per colour (legal and in stock). A fast part on box parts reads its
-    footprint's heights and top studs; any other goes through :func:`evaluate`. Returns how many (part, q,
-    column) were evaluated."""
+def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tabs, cols, win):
+    """Re-decide every action of env ``e`` whose footprint meets columns [lo_i, hi_i] × [lo_k, hi_k] (their tops
+    summarised): each footprint's windows folded once into ``win`` (3, F, X, Z), each class's verdict read off its
+    footprint's window and compared with the one kept in ``cls``; where it changed (or the meshes must decide), the
+    class's shapes are decided, by :func:`evaluate` where the summary cannot, and ``legal``, ``nlegal`` and the mask
+    (legal and in stock, per colour) written where a verdict flips."""
+    kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
+    palette_part, feet, _, cfoot, cny, ccode, cmask, cshapes, cn = cols
+    heights, tops, cls, legal, nlegal = cs
     big_x, big_u, big_z = grid.shape[2], grid.shape[3] - 1, grid.shape[4]
     colours = stock.shape[2]
+    for f in range(len(feet)):
+        fx, fz = feet[f, 0], feet[f, 1]
+        for ci in range(max(0, lo_i - fx + 1), min(big_x - fx, hi_i) + 1):
+            for ck in range(max(0, lo_k - fz + 1), min(big_z - fz, hi_k) + 1):
+                j0 = np.int64(-1)
+                bits = np.int64(0)
+                needs = np.int64(0)
+                for i in range(ci, ci + fx):
+                    for k in range(ck, ck + fz):
+                        h = heights[e, i, k]
+                        if h > j0:
+                            j0, bits, needs = h, tops[e, 0, i, k], tops[e, 1, i, k]
+                        elif h == j0:
+                            bits |= tops[e, 0, i, k]
+                            needs |= tops[e, 1, i, k]
+                win[0, f, ci, ck], win[1, f, ci, ck], win[2, f, ci, ck] = j0, bits, needs
     row = np.zeros(5, dtype=np.int64)
-    evaluated = 0
-    for s in range(len(palette_part)):
-        part = palette_part[s]
-        for q in range(4):
-            nx, ny, nz = dims[part, q, 0], dims[part, q, 1], dims[part, q, 2]
-            code = fast[s, q]
-            for ci in range(max(0, lo_i - nx + 1), min(big_x - 1, hi_i) + 1):
-                for ck in range(max(0, lo_k - nz + 1), min(big_z - 1, hi_k) + 1):
-                    evaluated += 1
-                    verdict = OUTSIDE
-                    if ci + nx <= big_x and ck + nz <= big_z:
-                        verdict = -1
-                        if code >= 0 and kind[part] == _BOX:
-                            j0 = 0
-                            for i in range(ci, ci + nx):
-                                for k in range(ck, ck + nz):
-                                    j0 = max(j0, heights[e, i, k])
-                            verdict = OUTSIDE if j0 + ny > big_u else NO_SUPPORT
-                            for i in range(ci, ci + nx):
-                                for k in range(ck, ck + nz):
-                                    if verdict != NO_SUPPORT:
-                                        break
-                                    if heights[e, i, k] != j0 or j0 == 0:
-                                        continue
-                                    o = grid[e, kn.OWNER, i, j0 - 1, k]
-                                    if o >= 0 and kind[pieces[e, o, 0]] != _BOX:
-                                        verdict = -1  # a contained piece below: the meshes decide
-                                        break
-                                    sp = grid[e, kn.STUD_PIECE, i, j0, k]
-                                    if sp < 0:
-                                        continue
-                                    sc = grid[e, kn.STUD_CONN, i, j0, k]
-                                    if not used[e, sp, sc] and mates[conn_mate[pieces[e, sp, 0], sc], code]:
-                                        verdict = LEGAL
-                            if verdict == LEGAL:  # any contained piece under the footprint sends it to evaluate
-                                for i in range(ci, ci + nx):
-                                    for k in range(ck, ck + nz):
-                                        o = grid[e, kn.OWNER, i, j0 - 1, k] if j0 > 0 else -1
-                                        if o >= 0 and kind[pieces[e, o, 0]] != _BOX:
-                                            verdict = -1
-                        if verdict < 0:
-                            verdict = evaluate(
-                                grid, pieces, used, heights, e, part, q, ci, ck, kind, dims, nconn, conn_kind,
-                                conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw, row,
-                            )  # fmt: skip
-                    base = ((s * 4 + q) * big_x + ci) * big_z + ck
-                    legal[e, base] = 1 if verdict == LEGAL else 0
-                    for c in range(colours):
-                        masks[e, base * colours + c] = 1 if verdict == LEGAL and stock[e, part, c] != 0 else 0
-    return evaluated
+    for c in range(len(cn)):
+        f, ny, code = cfoot[c], cny[c], ccode[c]
+        fx, fz = feet[f, 0], feet[f, 1]
+        for ci in range(max(0, lo_i - fx + 1), min(big_x - fx, hi_i) + 1):
+            for ck in range(max(0, lo_k - fz + 1), min(big_z - fz, hi_k) + 1):
+                j0, bits, needs = win[0, f, ci, ck], win[1, f, ci, ck], win[2, f, ci, ck]
+                if j0 + ny > big_u:
+                    state = 0
+                elif code < 0 or needs & cmask[c]:
+                    state = EVALUATE_STATE
+                else:
+                    state = (bits >> code) & 1
+                if state == cls[e, c, ci, ck] and state != EVALUATE_STATE:
+                    continue
+                cls[e, c, ci, ck] = state
+                for n in range(cn[c]):
+                    a = cshapes[c, n]
+                    if state != EVALUATE_STATE:
+                        ok = state
+                    elif code < 0 or (needs >> a) & 1:
+                        part = palette_part[a // 4]
+                        verdict = evaluate(
+                            grid, pieces, used, heights, e, part, a % 4, ci, ck, kind, dims, nconn, conn_kind,
+                            conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw, row,
+                        )  # fmt: skip
+                        ok = 1 if verdict == LEGAL else 0
+                    else:
+                        ok = (bits >> code) & 1
+                    base = (a * big_x + ci) * big_z + ck
+                    if legal[e, base] != ok:
+                        legal[e, base] = ok
+                        nlegal[e, a] += 1 if ok else -1
+                        part = palette_part[a // 4]
+                        for colour in range(colours):
+                            masks[e, base * colours + colour] = 1 if ok and stock[e, part, colour] != 0 else 0
 
 
 @njit(cache=True)
-def apply(grid, pieces, used, meta, heights, stock, masks, legal, built, goal, counts, e, action, palette_part, fast,
-          kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value,
-          inv_yaw, vox, nvox, result):  # fmt: skip
+def reset_masks(grid, pieces, used, meta, stock, masks, allowed, cs, envs, tabs, cols):
+    """Every action of each env in ``envs`` decided from scratch (after a reset): the height map from its pieces,
+    the column tops, then every window; ``allowed`` as :func:`step_all` sets it."""
+    dims = tabs[1]
+    heights, tops, cls, legal, nlegal = cs
+    big_x, big_z = grid.shape[2], grid.shape[4]
+    win = np.zeros((3, len(cols[1]), big_x, big_z), dtype=np.int64)
+    for e in envs:
+        masks[e, :-1] = 0
+        masks[e, -1] = 1
+        legal[e] = 0
+        nlegal[e] = 0
+        cls[e] = UNKNOWN_STATE
+        heights[e] = 0
+        for p in range(meta[e, kn.NEXT]):
+            part, q = pieces[e, p, 0], pieces[e, p, 1]
+            if part < 0:
+                continue
+            i0, top, k0 = pieces[e, p, 2], pieces[e, p, 3] + dims[part, q, 1], pieces[e, p, 4]
+            for i in range(i0, i0 + dims[part, q, 0]):
+                for k in range(k0, k0 + dims[part, q, 2]):
+                    heights[e, i, k] = max(heights[e, i, k], top)
+        column_tops(grid, pieces, used, heights, tops, e, 0, big_x - 1, 0, big_z - 1, tabs[4], tabs[5], tabs[7],
+                    cols[2])  # fmt: skip
+        refresh(grid, pieces, used, stock, masks, cs, e, 0, big_x - 1, 0, big_z - 1, tabs, cols, win)
+        allowed[e] = any_allowed(nlegal, stock, cols[0], e)
+
+
+@njit(cache=True)
+def apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, action, tabs, cols, vox, nvox, win,
+          result):  # fmt: skip
     """Apply one legal (masked) action to env ``e``: commit the piece, raise the height map, count its fidelity
-    cells and refresh the actions its footprint touches. ``result`` gets (piece id, new joints)."""
+    cells, summarise its columns' tops and refresh the actions whose footprint meets them. ``result`` gets (piece
+    id, new joints)."""
+    kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
+    palette_part = cols[0]
+    heights, tops = cs[0], cs[1]
     big_x, big_z = grid.shape[2], grid.shape[4]
     colours = stock.shape[2]
     base, colour = action // colours, action % colours
@@ -197,10 +262,9 @@ def apply(grid, pieces, used, meta, heights, stock, masks, legal, built, goal, c
         for k in range(ck, ck + nz):
             heights[e, i, k] = max(heights[e, i, k], j0 + ny)
     kn.fidelity_add(goal, built, counts, e, part, q, ci, j0, ck, colour, vox, nvox)
-    refresh(
-        grid, pieces, used, heights, stock, masks, legal, e, palette_part, fast, ci, ci + nx - 1, ck, ck + nz - 1,
-        kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw,
-    )  # fmt: skip
+    column_tops(grid, pieces, used, heights, tops, e, ci, ci + nx - 1, ck, ck + nz - 1, conn_mate, mates, conn_turn,
+                cols[2])  # fmt: skip
+    refresh(grid, pieces, used, stock, masks, cs, e, ci, ci + nx - 1, ck, ck + nz - 1, tabs, cols, win)
     if stock[e, part, colour] == 0:  # the last of a part in a colour: none of its actions stays allowed
         for b in range(s * 4 * big_x * big_z, (s + 1) * 4 * big_x * big_z):
             masks[e, b * colours + colour] = 0
@@ -208,41 +272,112 @@ def apply(grid, pieces, used, meta, heights, stock, masks, legal, built, goal, c
 
 
 @njit(cache=True)
-def sample(legal, masks, stock, palette_part, u):
-    """A uniform allowed action per env (STOP when nothing else is): the (part, q, column) drawn by the number of
-    its colours in stock, then one of those colours."""
-    colours = stock.shape[2]
-    per_part = legal.shape[1] // len(palette_part)
-    out = np.empty(len(legal), dtype=np.int64)
+def step_all(actions, active, codes, joints, allowed, grid, pieces, used, meta, stock, masks, cs, built, goal, counts,
+             tabs, cols, vox, nvox):  # fmt: skip
+    """Step every active env of the batch in one call: a masked action is applied (code 0, its new joints in
+    ``joints``), a refused one leaves the env as it was (its verdict's code), STOP reads :data:`STOPPED`, an
+    inactive env :data:`SKIPPED`; ``allowed[e]`` says whether any action besides STOP is allowed afterwards."""
     stop = masks.shape[1] - 1
+    result = np.zeros(2, dtype=np.int64)
+    row = np.zeros(5, dtype=np.int64)
+    big_x, big_z = grid.shape[2], grid.shape[4]
+    win = np.zeros((3, len(cols[1]), big_x, big_z), dtype=np.int64)
+    colours = stock.shape[2]
+    kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
+    for e in range(len(actions)):
+        if not active[e]:
+            codes[e] = SKIPPED
+            continue
+        a = actions[e]
+        if a == stop:
+            codes[e] = STOPPED
+        elif a < 0 or a > stop:
+            codes[e] = BAD
+        elif masks[e, a] == 0:
+            base = a // colours
+            ck, ci, q = base % big_z, (base // big_z) % big_x, (base // (big_z * big_x)) % 4
+            part = cols[0][base // (big_z * big_x * 4)]
+            verdict = evaluate(
+                grid, pieces, used, cs[0], e, part, q, ci, ck, kind, dims, nconn, conn_kind, conn_mate, mates,
+                conn_point, conn_turn, place, pair_start, pair_value, inv_yaw, row,
+            )  # fmt: skip
+            codes[e] = verdict if verdict != LEGAL else NO_STOCK
+        else:
+            apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, a, tabs, cols, vox, nvox, win,
+                  result)  # fmt: skip
+            codes[e] = 0
+            joints[e] = result[1]
+        allowed[e] = any_allowed(cs[4], stock, cols[0], e)
+
+
+@njit(cache=True)
+def any_allowed(nlegal, stock, palette_part, e):
+    """Whether env ``e`` allows any action besides STOP: a legal shape whose part has a colour in stock."""
+    for a in range(nlegal.shape[1]):
+        if nlegal[e, a] > 0:
+            part = palette_part[a // 4]
+            for c in range(stock.shape[2]):
+                if stock[e, part, c] != 0:
+                    return True
+    return False
+
+
+@njit(cache=True)
+def sample(legal, nlegal, stock, palette_part, u):
+    """A uniform allowed action per env (STOP when nothing else is): a legal (part, q, column) drawn uniformly (the
+    shape by its count of legal columns, then the column), then one of its part's colours in stock (STOP when
+    none is)."""
+    colours = stock.shape[2]
+    per_shape = legal.shape[1] // nlegal.shape[1]
+    out = np.empty(len(legal), dtype=np.int64)
+    stop = legal.shape[1] * colours
     for e in range(len(legal)):
-        total = 0
-        for b in range(legal.shape[1]):
-            if legal[e, b]:
-                total += 1
         out[e] = stop
+        total = 0
+        for a in range(nlegal.shape[1]):
+            total += nlegal[e, a]
         if total == 0:
             continue
-        pick = int(u[e] * total)
-        for b in range(legal.shape[1]):
+        x = u[e] * total
+        pick = int(x)
+        a = 0
+        while pick >= nlegal[e, a]:
+            pick -= nlegal[e, a]
+            a += 1
+        b = a * per_shape
+        while True:
             if legal[e, b]:
                 if pick == 0:
-                    part = palette_part[b // per_part]
-                    n = 0
-                    for c in range(colours):
-                        n += stock[e, part, c] != 0
-                    if n == 0:
-                        break
-                    k = int((u[e] * total - int(u[e] * total)) * n)
-                    for c in range(colours):
-                        if stock[e, part, c] != 0:
-                            if k == 0:
-                                out[e] = b * colours + c
-                                break
-                            k -= 1
                     break
                 pick -= 1
+            b += 1
+        part = palette_part[a // 4]
+        n = 0
+        for c in range(colours):
+            n += stock[e, part, c] != 0
+        k = int((x - int(x)) * n)
+        for c in range(colours):
+            if stock[e, part, c] != 0:
+                if k == 0:
+                    out[e] = b * colours + c
+                    break
+                k -= 1
     return out
 
 
-__all__ = ["LEGAL", "VERDICTS", "apply", "evaluate", "fast_parts", "inverse_yaws", "refresh", "sample"]
+__all__ = [
+    "BAD",
+    "LEGAL",
+    "SKIPPED",
+    "STOPPED",
+    "VERDICTS",
+    "any_allowed",
+    "apply",
+    "column_tops",
+    "evaluate",
+    "inverse_yaws",
+    "refresh",
+    "reset_masks",
+    "sample",
+    "step_all",
+]

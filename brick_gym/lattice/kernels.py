@@ -239,6 +239,25 @@ def fidelity_add(goal, built, counts, e, part, q, i0, j0, k0, colour, vox, nvox)
         counts[e, 3] += 1
 
 
+@njit(cache=True)
+def restart(grid, pieces, used, meta, stock, built, goal, counts, envs, parts, colours, dims, nconn, conn_kind,
+            conn_mate, mates, conn_point, vox, nvox):  # fmt: skip
+    """Empty each env ``envs[n]`` (stock unlimited, nothing built) and put its start piece ``parts[n]`` in colour
+    ``colours[n]`` at the region's low cell, quarter 0, its fidelity cells counted against ``goal``."""
+    for n in range(len(envs)):
+        e = envs[n]
+        grid[e] = -1
+        pieces[e] = -1
+        used[e] = 0
+        meta[e] = 0
+        stock[e] = -1
+        built[e] = -1
+        counts[e] = 0
+        commit(grid, pieces, used, meta, stock, e, parts[n], 0, 0, 0, 0, colours[n], dims, nconn, conn_kind, conn_mate,
+               mates, conn_point)  # fmt: skip
+        fidelity_add(goal, built, counts, e, parts[n], 0, 0, 0, 0, colours[n], vox, nvox)
+
+
 __all__ = [
     "COLLISION",
     "NO_MATE",
@@ -254,4 +273,5 @@ __all__ = [
     "components",
     "fidelity_add",
     "remove",
+    "restart",
 ]

@@ -181,12 +181,86 @@ def _quarter(frame: np.ndarray) -> int:
 
 def build_tables(stems: Sequence[str]) -> LatticeParts:
     """The tables of ``stems`` (each must be a lattice part: :class:`NotLattice` names the first that is not).
-    Cached per part set."""
+    Cached per part set, in the process and on disk (:mod:`.table_cache`)."""
     return _build(tuple(dict.fromkeys(stems)))
+
+
+SCHEMA = {
+    "kind": ("int64", 1),
+    "dims": ("int64", 3),
+    "vox": ("int64", 4),
+    "nvox": ("int64", 2),
+    "nconn": ("int64", 1),
+    "conn_kind": ("int64", 2),
+    "conn_mate": ("int64", 2),
+    "mates": ("bool", 2),
+    "conn_point": ("int64", 4),
+    "conn_turn": ("int64", 3),
+    "place": ("int64", 5),
+    "pair_start": ("int64", 2),
+    "pair_value": ("int8", 1),
+}
+"""Each table's dtype and rank (the :class:`LatticeParts` fields after ``stems``)."""
 
 
 @cache
 def _build(stems: tuple[str, ...]) -> LatticeParts:
+    from brick_gym.lattice.table_cache import load_or_build
+
+    arrays = load_or_build(stems, lambda: _compute(stems), SCHEMA, lambda a: check_tables(a, len(stems)))
+    tables = LatticeParts(stems, **{name: arrays[name] for name in SCHEMA})
+    for a in (*tables.arrays(), tables.vox, tables.nvox):
+        a.setflags(write=False)
+    return tables
+
+
+def check_tables(a: dict[str, np.ndarray], parts: int) -> None:
+    """ValueError unless the arrays can be the tables of ``parts`` parts: consistent shapes, and every value the
+    kernels use as an index in range (they index without bounds checks)."""
+    n, conns = parts, a["conn_kind"].shape[-1]
+    mates = len(a["mates"])
+    shapes = {
+        "kind": (n,), "dims": (n, 4, 3), "nvox": (n, 4), "nconn": (n,), "conn_kind": (n, conns),
+        "conn_mate": (n, conns), "mates": (mates, mates), "conn_point": (n, 4, conns, 3), "conn_turn": (n, 4, conns),
+        "place": (4, n, conns, 4, 4), "pair_start": (n * 4, n * 4),
+    }  # fmt: skip
+    for name, shape in shapes.items():
+        if a[name].shape != shape:
+            raise ValueError(f"{name} has shape {a[name].shape}, expected {shape}")
+    dims, vox, nvox = a["dims"], a["vox"], a["nvox"]
+    if vox.shape[:2] != (n, 4) or vox.shape[3] != 3:
+        raise ValueError(f"vox has shape {vox.shape}")
+    if not np.isin(a["kind"], (BOX, CONTAINED)).all() or dims.min(initial=1) < 1 or dims.max(initial=1) > 64:
+        raise ValueError("part kinds or sizes out of range")
+    real = np.arange(vox.shape[2])[None, None, :] < nvox[..., None]
+    if nvox.min(initial=0) < 0 or nvox.max(initial=0) > vox.shape[2]:
+        raise ValueError("fidelity cell counts out of range")
+    if ((vox < 0) | (vox >= dims[:, :, None, :]))[real].any():
+        raise ValueError("fidelity cells outside their part's box")
+    used = np.arange(conns)[None, :] < a["nconn"][:, None]
+    if a["nconn"].min(initial=0) < 0 or a["nconn"].max(initial=0) > conns:
+        raise ValueError("connector counts out of range")
+    kinds, codes = a["conn_kind"], a["conn_mate"]
+    if not np.isin(kinds, (OTHER, STUD, HOLE)).all() or ((codes < 0) | (codes >= mates))[used].any():
+        raise ValueError("connector kinds or subtypes out of range")
+    on = (used & (kinds != OTHER))[:, None, :].repeat(4, axis=1)
+    point, top = a["conn_point"], dims[:, :, None, :] + np.array([0, 1, 0])
+    if ((point < 0) | (point >= top))[on].any() or ((a["conn_turn"] < 0) | (a["conn_turn"] > 3))[on].any():
+        raise ValueError("lattice points or frame turns out of range")
+    place = a["place"]
+    if ((place[..., 0] < -1) | (place[..., 0] > 3)).any() or np.abs(place[..., 1:]).max(initial=0) > 64:
+        raise ValueError("placements out of range")
+    start, size = a["pair_start"], len(a["pair_value"])
+    flat = dims.reshape(-1, 3)
+    ax, ay, az = (flat[:, None, d] for d in range(3))
+    bx, by, bz = (flat[None, :, d] for d in range(3))
+    span = (ax + bx - 1) * (ay + by + 1) * (az + bz - 1)
+    if (start < -1).any() or ((start >= 0) & (start + span > size)).any():
+        raise ValueError("pair verdicts out of range")
+
+
+def _compute(stems: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The tables of ``stems``, computed from the catalogue (seconds: the pair verdicts run fcl)."""
     rows = [_part_rows(s) for s in stems]
     others = {c for s in stems for c in get_part(s).connectors if c.family != "stud"}
     for a in others:
@@ -216,13 +290,11 @@ def _build(stems: tuple[str, ...]) -> LatticeParts:
     mates = np.array([[cx.mates(probe[a], probe[b]) for b in subtypes] for a in subtypes], dtype=np.bool_)
     place = _place_table(stems, most_conns)
     pair_start, pair_value = _pair_table(stems, kind, dims)
-    tables = LatticeParts(
-        stems, kind, dims, vox, nvox, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place,
-        pair_start, pair_value,
-    )  # fmt: skip
-    for a in (*tables.arrays(), vox, nvox):
-        a.setflags(write=False)
-    return tables
+    return {
+        "kind": kind, "dims": dims, "vox": vox, "nvox": nvox, "nconn": nconn, "conn_kind": conn_kind,
+        "conn_mate": conn_mate, "mates": mates, "conn_point": conn_point, "conn_turn": conn_turn, "place": place,
+        "pair_start": pair_start, "pair_value": pair_value,
+    }  # fmt: skip
 
 
 def _probe_connector(subtype: str) -> object:
@@ -298,5 +370,17 @@ def _pair_table(stems: tuple[str, ...], kind: np.ndarray, dims: np.ndarray) -> t
     return start, value
 
 
-__all__ = ["BOX", "CONTAINED", "HOLE", "OTHER", "STUD", "YAWS", "LatticeParts", "NotLattice", "build_tables",
-           "is_lattice_part"]  # fmt: skip
+__all__ = [
+    "BOX",
+    "CONTAINED",
+    "HOLE",
+    "OTHER",
+    "SCHEMA",
+    "STUD",
+    "YAWS",
+    "LatticeParts",
+    "NotLattice",
+    "build_tables",
+    "check_tables",
+    "is_lattice_part",
+]

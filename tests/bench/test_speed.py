@@ -84,3 +84,24 @@ def test_force_figures_time_cold_and_after_one_more_piece() -> None:
     for key in ("cold_52_ms", "cold_large_ms", "after_one_more_piece_ms"):
         wall, cpu = figures[key]
         assert wall > 0 and cpu > 0
+
+
+def test_the_public_attach_figure_times_the_same_placements_both_ways() -> None:
+    import numpy as np
+
+    from brick_gym.bench.speed import public_attach_figures
+    from brick_gym.core.assembly import Assembly
+    from brick_gym.core.pieces import ConnectorRef, Placement
+
+    figures = public_attach_figures(6)
+    assert figures["public_us"] > 0 and figures["pre_resolved_us"] > 0 and figures["public_over_pre_resolved"] > 0
+    public, resolved = Assembly(), Assembly()
+    for asm in (public, resolved):
+        asm.add("3811", "green")
+    for i in range(0, 30, 5):
+        assert public.attach("brick 1x1", "red", to=ConnectorRef(0, "stud", i), by=("hole", 0)).ok
+        assert resolved.place(Placement("3005", 4, ConnectorRef(0, "stud", i), ("hole", 0))).ok
+    assert [(p.part.stem, p.colour) for p in public.pieces.values()] == [
+        (p.part.stem, p.colour) for p in resolved.pieces.values()
+    ]
+    assert all(np.array_equal(public.pieces[k].pose, resolved.pieces[k].pose) for k in public.pieces)

@@ -59,13 +59,33 @@ def test_a_batch_equals_single_envs_on_the_same_seeds_step_for_step(vec: Fidelit
 def test_incremental_masks_equal_a_full_recompute_along_random_episodes(vec: FidelityLatticeVectorEnv) -> None:
     vec.reset(seed=5)
     rng = np.random.default_rng(1)
+    enc = vec.encoding
     for _ in range(150):
         vec.step(vec.sample_actions(rng))
-        kept, legal = vec.masks.copy(), vec.legal.copy()
-        for e in range(vec.num_envs):
-            if not vec.done[e]:
-                vec.encoding.reset_masks(vec, e)
-        assert np.array_equal(vec.masks, kept) and np.array_equal(vec.legal, legal)
+        live = np.flatnonzero(~vec.done)
+        kept = [a[live].copy() for a in (vec.masks, *enc.state, enc.allowed)]
+        enc.reset_masks(vec, live)
+        for old, new in zip(kept, (vec.masks, *enc.state, enc.allowed), strict=True):
+            assert np.array_equal(old, new[live])
+
+
+@pytest.mark.parametrize("force", ["evaluate every action", "meshes under every piece"])
+def test_column_summaries_decide_as_evaluate_does(force: str) -> None:
+    """The summaries (footprint windows, classes) against the authority: an env whose classes all go through
+    ``evaluate`` (or whose every piece below asks for the meshes) keeps the same masks step for step."""
+    fast, slow = FidelityLatticeVectorEnv(3, pool=4), FidelityLatticeVectorEnv(3, pool=4)
+    if force == "evaluate every action":
+        slow.encoding.tables.ccode[:] = -1
+    else:
+        slow.encoding.tables.risk[:] = (1 << 40) - 1
+    fast.reset(seed=21)
+    slow.reset(seed=21)
+    rng = np.random.default_rng(3)
+    for _ in range(120):
+        assert np.array_equal(fast.masks, slow.masks)
+        actions = fast.sample_actions(rng)
+        fast.step(actions)
+        slow.step(actions)
 
 
 def test_lattice_episodes_replay_on_the_exact_path_to_the_same_verdicts() -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brick_gym.io.paths import MAX_ID_CHARS, SAFE_ID, UnsafePath, check_safe_id, safe_id_problem, safe_join
+from brick_gym.io.paths import MAX_ID_CHARS, SAFE_ID, UnsafePath, cache_dir, check_safe_id, safe_id_problem, safe_join
 
 HOSTILE_IDS = ["../../../victim", ".", "..", "a/b/c", "a\x00b", "x" * 300, "", ".hidden", "-rf", "a b", "é", "a\\b",
                "summary.json", "t.partial-1", "/etc", "C:x"]  # fmt: skip
@@ -63,3 +63,16 @@ def test_safe_join_refuses_a_symlink_out_of_the_root(tmp_path) -> None:
     with pytest.raises(UnsafePath, match="through a symlink"):
         safe_join(root, "link", "file.txt")
     assert safe_join(root, "sub", "file.txt") == root / "sub" / "file.txt"
+
+
+def test_the_cache_folder_follows_brick_gym_cache_then_xdg_then_home(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("BRICK_GYM_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert cache_dir() == tmp_path / "home" / ".cache" / "brick_gym"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/not/per/spec")
+    assert cache_dir() == tmp_path / "home" / ".cache" / "brick_gym"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "brick_gym"
+    monkeypatch.setenv("BRICK_GYM_CACHE", str(tmp_path / "own"))
+    assert cache_dir() == tmp_path / "own"

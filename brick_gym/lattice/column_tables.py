@@ -1,0 +1,116 @@
+"""What the column encoding's kernels (:mod:`.columns`) read besides the part tables, derived from them once per
+palette: which part-quarters the column summaries decide, their footprints, and their classes (part-quarters of
+one footprint, height and hole subtype share every verdict the summaries give, so each class is decided once per
+window)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from brick_gym.lattice.tables import HOLE, LatticeParts
+
+BITS = 63
+"""Palette shapes and hole subtypes with an index below this get a bit in the column summaries (int64 masks); any
+other is decided by :func:`~brick_gym.lattice.columns.evaluate` one action at a time."""
+
+
+class ColumnTables:
+    """The column kernels' tables for one palette (``palette_part``: palette index → part index). A palette shape
+    is ``s * 4 + q`` (palette part s turned q)."""
+
+    def __init__(self, tables: LatticeParts, palette_part: np.ndarray, inv_yaw: np.ndarray) -> None:
+        self.palette_part = np.asarray(palette_part, dtype=np.int64)
+        fast = fast_parts(tables, self.palette_part, inv_yaw).reshape(-1)
+        dims = tables.dims[self.palette_part].reshape(-1, 3)
+        feet = sorted({(int(x), int(z)) for x, _, z in dims.tolist()})
+        self.feet = np.array(feet, dtype=np.int64).reshape(-1, 2)
+        """(F, 2) the distinct footprints (nx, nz) of the palette's shapes."""
+        foot = [feet.index((int(x), int(z))) for x, _, z in dims.tolist()]
+        self.risk = stack_risk(tables, self.palette_part)
+        """(P * 4,) per shape of any part, the palette shapes whose placement on a piece of it needs the meshes."""
+        keys = [(foot[a], int(dims[a, 1]), int(fast[a])) if fast[a] >= 0 else (foot[a], -1, -1 - a)
+                for a in range(len(fast))]  # fmt: skip
+        classes = list(dict.fromkeys(keys))
+        members = [[a for a in range(len(fast)) if keys[a] == key] for key in classes]
+        self.cfoot = np.array([k[0] for k in classes], dtype=np.int64)
+        """(K,) each class's footprint."""
+        self.cny = np.array([int(dims[m[0], 1]) for m in members], dtype=np.int64)
+        """(K,) each class's height in plates."""
+        self.ccode = np.array([max(k[2], -1) for k in classes], dtype=np.int64)
+        """(K,) the hole subtype a class's summary verdict tests (−1: every action evaluated)."""
+        self.cmask = np.array([sum(1 << a for a in m if a < BITS) for m in members], dtype=np.int64)
+        """(K,) the class's shapes as a bitmask."""
+        self.cshapes = np.full((len(classes), max(map(len, members))), -1, dtype=np.int64)
+        """(K, most) the class's shapes (padded with −1)."""
+        for c, m in enumerate(members):
+            self.cshapes[c, : len(m)] = m
+        self.cn = np.array(list(map(len, members)), dtype=np.int64)
+        """(K,) how many shapes each class has."""
+
+    @property
+    def classes(self) -> int:
+        """How many classes."""
+        return len(self.cn)
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """(palette_part, feet, risk, cfoot, cny, ccode, cmask, cshapes, cn), as the kernels take them."""
+        return (self.palette_part, self.feet, self.risk, self.cfoot, self.cny, self.ccode, self.cmask, self.cshapes,
+                self.cn)  # fmt: skip
+
+
+def fast_parts(tables: LatticeParts, palette_part: np.ndarray, inv_yaw: np.ndarray) -> np.ndarray:
+    """(palette parts, 4): the hole subtype of each (part, quarter) whose verdict the column summaries decide,
+    −1 for the others. Decided: holes on the bottom boundary under every column of the footprint, all of one
+    subtype, each taking a stud of any frame turn by a yaw whose placement rests the part at this low column
+    (so :func:`~brick_gym.lattice.columns.evaluate` finds an attachment exactly when a free mating stud tops the
+    footprint's highest cells)."""
+    t = tables
+    out = np.full((len(palette_part), 4), -1, dtype=np.int64)
+    for s, p in enumerate(palette_part.tolist()):
+        holes = np.flatnonzero(t.conn_kind[p, : t.nconn[p]] == HOLE)
+        codes = set(t.conn_mate[p, holes].tolist())
+        if len(codes) != 1 or next(iter(codes)) >= BITS or s * 4 + 3 >= BITS:
+            continue
+        for q in range(4):
+            nx, _, nz = t.dims[p, q].tolist()
+            points = t.conn_point[p, q, holes]
+            if sorted(map(tuple, points.tolist())) != sorted((i, 0, k) for i in range(nx) for k in range(nz)):
+                continue
+            yaws = [(inv_yaw[turn, p, c, q], n, c, turn) for n, c in enumerate(holes.tolist()) for turn in range(4)]
+            if all(
+                y >= 0 and t.place[turn, p, c, y, 1] == -points[n, 0] and t.place[turn, p, c, y, 3] == -points[n, 2]
+                for y, n, c, turn in yaws
+            ):
+                out[s, q] = next(iter(codes))
+    return out
+
+
+def stack_risk(tables: LatticeParts, palette_part: np.ndarray) -> np.ndarray:
+    """(P * 4,) int64: per shape b (any part, quarter), bit s * 4 + q set when palette shape (s, q) resting on a
+    piece of shape b (b's top at the new piece's bottom) has a pair verdict (a contained part involved) that is a
+    collision at some plan offset where they overlap: then :func:`~brick_gym.lattice.columns.evaluate` looks the
+    verdict up."""
+    t = tables
+    out = np.zeros(len(t.stems) * 4, dtype=np.int64)
+    for s, pa in enumerate(palette_part.tolist()):
+        for qa in range(4):
+            bit = s * 4 + qa
+            if bit >= BITS:
+                continue
+            nx, ny, nz = t.dims[pa, qa].tolist()
+            for b in range(len(out)):
+                start = t.pair_start[pa * 4 + qa, b]
+                if start < 0:
+                    continue
+                bx, by, bz = t.dims[b // 4, b % 4].tolist()
+                hit = any(
+                    t.pair_value[start + ((dx - 1 + bx) * (ny + by + 1)) * (nz + bz - 1) + (dz - 1 + bz)]
+                    for dx in range(1 - bx, nx)
+                    for dz in range(1 - bz, nz)
+                )  # dy = −by: the piece below ends where the new one starts
+                if hit:
+                    out[b] |= np.int64(1) << bit
+    return out
+
+
+__all__ = ["BITS", "ColumnTables", "fast_parts", "stack_risk"]
