@@ -74,8 +74,9 @@ def _system(root: Path, name: str, outside: Path, hostile: bool) -> Path:
     (folder / "images").mkdir(parents=True)
     (folder / "model.mpd").write_text(MODEL)
     (folder / "transcript.jsonl").write_text(_transcript("x" * 30_000 if hostile else ""))
-    (folder / "done.json").write_text(json.dumps({"tokens": {"prompt_tokens": 100, "completion_tokens": 20},
-                                                  "stop_reason": "finish", "turns": 1}))  # fmt: skip
+    marker = {"task_id": "tower-1", "files": {}, "valid": True, "stop_reason": "finish", "turns": 1,
+              "tokens": {"prompt_tokens": 100, "completion_tokens": 20}}  # fmt: skip
+    (folder / "done.json").write_text(json.dumps(marker))  # a complete marker, as `bench run` writes it
     from PIL import Image
 
     Image.fromarray(np.full((8, 8, 3), 200, np.uint8)).save(folder / "images" / "shot.png")
