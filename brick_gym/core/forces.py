@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from brick_gym.core import capacity as cap
+from brick_gym.core import force_blocks as fb
 from brick_gym.core import force_program as fp
 from brick_gym.core.assembly import Assembly
-from brick_gym.core.pieces import Joint, Piece
+from brick_gym.core.pieces import Piece
 
 __all__ = [
     "ComponentForces",
@@ -178,59 +179,66 @@ CRITICAL = 1e-3
 """Joints within this fraction of the largest utilisation of their component fail together (the first cut)."""
 
 
-def _weigh(pieces: Iterable[Piece], ground: float) -> dict[int, fp.Weighed]:
-    from scipy.spatial import ConvexHull, QhullError
+@dataclass(frozen=True, eq=False)
+class _Body:
+    """A piece's weight (N), centroid and hull points (world), and its lowest y: what its pose alone decides."""
 
+    piece: Piece
+    weight: float
+    centroid: np.ndarray
+    world: np.ndarray
+    lowest: float
+
+
+def _body(piece: Piece) -> _Body:
     from brick_gym.core.stability import mass_properties
 
     newtons = cap.DENSITY_KG_M3 * (cap.LDU_MM / 1000.0) ** 3 * cap.GRAVITY_M_S2
-    out = {}
-    for piece in pieces:
-        volume, centroid, points = mass_properties(piece.part.stem)
-        rot, pos = piece.pose[:3, :3], piece.pose[:3, 3]
-        world = points @ rot.T + pos
-        contacts = None
-        low = world[world[:, 1] >= ground - GROUND_BAND_LDU]
-        if len(low):
-            flat = low[:, [0, 2]]
-            try:
-                low = low[ConvexHull(flat).vertices]
-            except (QhullError, ValueError):  # a line or a point of contact
-                low = low[[int(np.argmin(flat[:, 0] + flat[:, 1])), int(np.argmax(flat[:, 0] + flat[:, 1]))]]
-            contacts = low.copy()
-            contacts[:, 1] = ground
-        out[piece.id] = fp.Weighed(volume * newtons, rot @ centroid + pos, contacts)
-    return out
+    volume, centroid, points = mass_properties(piece.part.stem)
+    rot, pos = piece.pose[:3, :3], piece.pose[:3, 3]
+    world = np.einsum("kj,ij->ki", points, rot) + pos  # as ``stability.ground_y`` places them
+    return _Body(piece, volume * newtons, rot @ centroid + pos, world, float(world[:, 1].max()))
 
 
-def _solve_component(
-    ids: Sequence[int], pieces: dict[int, Piece], joints: Sequence[Joint], weighed, time_limit_s: float
-) -> ComponentForces:
-    """Build and solve one grounded component's program and read the joints' loads from it."""
-    started = time.perf_counter()
-    joined = fp.connections(pieces, joints)
-    pairs = sorted(joined)
-    sol = fp.solve(ids, pairs, joined, weighed, time_limit_s)
-    loads = []
-    for k, pair in enumerate(pairs):
-        conn = joined[pair]
-        point = conn.point
-        moment = sol.pair_moment[k] - fp.cross3(point, sol.pair_force[k])
-        loads.append(
-            JointLoad(pair, tuple(conn.connectors), conn.kind, float(sol.utilisation[k]), sol.modes[k],
-                      sol.pair_force[k], moment, point)
-        )  # fmt: skip
-    loads.sort(key=lambda j: (-_sortable(j.utilisation), j.pieces))
+def _weigh(body: _Body, ground: float) -> fb.Weighed:
+    """The piece as the program weighs it: with the corners it rests on if its lowest points lie on the ground."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    low = body.world[body.world[:, 1] >= ground - GROUND_BAND_LDU]
+    contacts = None
+    if len(low):
+        flat = low[:, [0, 2]]
+        try:
+            low = low[ConvexHull(flat).vertices]
+        except (QhullError, ValueError):  # a line or a point of contact
+            low = low[[int(np.argmin(flat[:, 0] + flat[:, 1])), int(np.argmax(flat[:, 0] + flat[:, 1]))]]
+        contacts = low.copy()
+        contacts[:, 1] = ground
+    return fb.Weighed(body.weight, body.centroid, contacts)
+
+
+def _component(program: fp.Program, sol: fp.Solution, started: float) -> ComponentForces:
+    """Read one grounded component's loads from its solved program."""
+    ids = tuple(sorted(program.ids))
     if not sol.solved:
-        worst = math.nan
-    elif sol.tips or sol.moving.any():
+        return _unsolved(ids)
+    moment = sol.pair_moment - np.cross(program.points, sol.pair_force)
+    util = sol.utilisation
+    pairs = np.array(program.pairs, dtype=np.int64).reshape(-1, 2)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0], -np.where(np.isnan(util), np.inf, util)))
+    loads = [
+        JointLoad(program.pairs[k], program.connectors[k], program.kinds[k], float(util[k]), sol.modes[k],
+                  sol.pair_force[k], moment[k], program.points[k])
+        for k in order.tolist()
+    ]  # fmt: skip
+    if sol.tips or sol.moving.any():
         worst = math.inf
     else:
         capped = sol.load_factor >= fp.MAX_LOAD_FACTOR * (1 - 1e-9)  # under 1e-4: the joints' own readings
-        worst = float(sol.utilisation.max(initial=0.0)) if capped else 1.0 / sol.load_factor
-    cut = _first_cut(ids, loads, sol.ground, worst) if worst > 0 and sol.solved else ()
+        worst = float(util.max(initial=0.0)) if capped else 1.0 / sol.load_factor
+    cut = _first_cut(ids, loads, sol.ground, worst) if worst > 0 else ()
     return ComponentForces(
-        tuple(ids), True, worst, tuple(loads), sol.tips, cut, sol.residual, sol.ground, time.perf_counter() - started
+        ids, True, worst, tuple(loads), sol.tips, cut, sol.residual, sol.ground, time.perf_counter() - started
     )
 
 
@@ -258,52 +266,93 @@ def _first_cut(ids: Sequence[int], joints: list[JointLoad], ground: dict, worst:
 
 
 class ForceAnalyser:
-    """Force analysis of one growing assembly, reusing each component's solution while the component is unchanged
-    (the same pieces, the same of them on the ground): after a piece is added only its component is solved again,
-    and components off the ground are never solved (they fall whole)."""
+    """Force analysis of one growing assembly. Each grounded component's program stays alive between calls: a
+    component met again unchanged (the same pieces) reuses its solution; one that grew (its old pieces all still
+    there, as placed) appends the new pieces' rows and their joints' columns to its program and re-solves it from
+    the last basis; any other is built and solved cold. Components off the ground are never solved (they fall
+    whole). Joints between two pieces are made when the later one is placed, so the old pieces' joints are those
+    the program holds."""
 
     def __init__(self) -> None:
         self._cache: dict[frozenset, ComponentForces] = {}
-        self._weights: dict[int, tuple[Piece, fp.Weighed]] = {}
+        self._bodies: dict[int, _Body] = {}
+        self._weighed: dict[int, fb.Weighed] = {}
+        self._programs: dict[int, fp.Program] = {}
         self._ground = math.nan
 
     def analyse(self, assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceReport:
         """The :class:`ForceReport` of ``assembly`` now; components still unsolved after ``time_limit_s`` in all
         are reported unsolved (utilisation NaN, JSON null, listed in ``unsolved``): bounded work for any file."""
-        from brick_gym.core.stability import ground_y
-
         started = time.perf_counter()
         pieces = assembly.pieces
         if not pieces:
             return ForceReport((), (), 0.0)
-        ground = ground_y([(p.part.stem, p.pose) for p in pieces.values()])
+        bodies, weighed = self._bodies, self._weighed
+        for pid, piece in pieces.items():
+            body = bodies.get(pid)
+            if body is None or body.piece is not piece:
+                bodies[pid] = _body(piece)
+                weighed.pop(pid, None)
+        if len(bodies) > len(pieces):
+            for pid in [p for p in bodies if p not in pieces]:
+                del bodies[pid]
+                weighed.pop(pid, None)
+        ground = max(b.lowest for b in bodies.values())
         if not abs(ground - self._ground) <= GROUND_SHIFT_LDU:  # the ground moved: every contact changes
-            self._ground, self._weights, self._cache = ground, {}, {}
-        weights = self._weights
-        missing = [p for pid, p in pieces.items() if weights.get(pid, (None,))[0] is not p]
-        for p, w in zip(missing, _weigh(missing, self._ground).values(), strict=True):
-            weights[p.id] = (p, w)
-        weighed = {pid: weights[pid][1] for pid in pieces}
-        by_piece: dict[int, list[Joint]] = {}
-        for j in assembly.joints:
-            by_piece.setdefault(j.a, []).append(j)
-        components, unsupported, cache = [], [], {}
+            self._ground, self._cache, self._programs = ground, {}, {}
+            weighed.clear()
+        for pid in pieces:
+            if pid not in weighed:
+                weighed[pid] = _weigh(bodies[pid], self._ground)
+        components, unsupported, cache, programs = [], [], {}, {}
         for comp in assembly.components:
-            grounded = [p for p in comp if weighed[p].contacts is not None]
-            if not grounded:
+            if all(weighed[p].contacts is None for p in comp):
                 unsupported.extend(comp)
                 continue
-            key = frozenset((pid, id(pieces[pid]), pid in grounded) for pid in comp)
+            key = frozenset((pid, id(pieces[pid])) for pid in comp)
             found = self._cache.get(key)
+            program = self._programs.get(comp[0])
             if found is None:
                 left = time_limit_s - (time.perf_counter() - started)
-                mine = [j for p in comp for j in by_piece.get(p, ())]
-                found = _solve_component(comp, pieces, mine, weighed, left) if left > 0 else _unsolved(comp)
+                found, program = self._solve(assembly, comp, left) if left > 0 else (_unsolved(tuple(comp)), None)
+            if program is not None:
+                programs.update(dict.fromkeys(comp, program))
             cache[key] = found
             components.append(found)
-        self._cache = cache
-        self._weights = {pid: weights[pid] for pid in pieces}
+        self._cache, self._programs = cache, programs
         return ForceReport(tuple(components), tuple(sorted(unsupported)), time.perf_counter() - started)
+
+    def _solve(self, assembly: Assembly, comp: list[int], left: float):
+        """(forces, live program) of one grounded component that changed: grown warm if a program holds part of
+        it, else built cold."""
+        started = time.perf_counter()
+        pieces = assembly.pieces
+        program = self._grown(comp, pieces)
+        if program is not None:
+            new = [p for p in comp if p not in program.row_of]
+            program.grow(new, pieces, assembly.joints_of(new), self._weighed)
+            sol = program.solve(left)
+            if sol is not None:
+                return _component(program, sol, started), program
+            left -= time.perf_counter() - started  # out of time, or HiGHS failed from that basis: rebuild cold
+            if left <= 0:
+                return _unsolved(tuple(comp)), None
+        program = fp.Program(comp, pieces, assembly.joints_of(comp), self._weighed)
+        sol = program.solve(left)
+        if sol is None:
+            return _unsolved(tuple(comp)), None
+        return _component(program, sol, started), program
+
+    def _grown(self, comp: list[int], pieces: dict[int, Piece]) -> fp.Program | None:
+        """The largest live program all of whose pieces are still placed, as they were, in ``comp``."""
+        members = set(comp)
+        found = {id(p): p for p in (self._programs.get(pid) for pid in comp) if p is not None}
+        best = None
+        for program in found.values():
+            whole = all(pid in members and pieces[pid] is piece for pid, piece in program.pieces.items())
+            if whole and (best is None or program.size > best.size):
+                best = program
+        return best
 
 
 def analyse(assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceReport:
@@ -311,5 +360,5 @@ def analyse(assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceRepo
     return ForceAnalyser().analyse(assembly, time_limit_s)
 
 
-def _unsolved(ids: Sequence[int]) -> ComponentForces:
-    return ComponentForces(tuple(ids), True, math.nan, ())
+def _unsolved(ids: tuple[int, ...]) -> ComponentForces:
+    return ComponentForces(ids, True, math.nan, ())
