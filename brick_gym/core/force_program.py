@@ -83,6 +83,12 @@ class Program:
         self.kinds: list[str] = []
         self.points = np.zeros((0, 3))
         self.pair_rows = np.zeros((0, 2), np.int64)
+        """Each pair's piece rows: (pair[1], pair[0]), the piece its forces act on first."""
+        self.pair_ids = np.zeros((0, 2), np.int64)
+        self.wrench = np.zeros((0, 6))
+        """Each column's unit wrench on its ``on`` piece (``force_blocks.unit_wrenches``)."""
+        self.weights = np.zeros(0)
+        self.centroids = np.zeros((0, 3))
         self.solved_once = False
         self.highs = highspy.Highs()
         self.highs.setOptionValue("output_flag", False)
@@ -105,6 +111,8 @@ class Program:
         self.ids.extend(ids)
         self.pieces.update((pid, pieces[pid]) for pid in ids)
         self.weighed.update((pid, weighed[pid]) for pid in ids)
+        self.weights = np.r_[self.weights, [weighed[p].weight for p in ids]]
+        self.centroids = np.concatenate([self.centroids, np.array([weighed[p].centroid for p in ids]).reshape(-1, 3)])
         self.row_base = np.r_[self.row_base, first_row + 6 * np.arange(len(ids))]
         grouped = fb.pair_joints(joints)
         grounded = [(self.row_of[p], weighed[p].contacts) for p in ids if weighed[p].contacts is not None]
@@ -116,10 +124,13 @@ class Program:
         self.points = np.concatenate([self.points, meta.points])
         rows = np.array([[self.row_of[b], self.row_of[a]] for a, b in meta.pairs], dtype=np.int64).reshape(-1, 2)
         self.pair_rows = np.concatenate([self.pair_rows, rows])
+        self.pair_ids = np.concatenate([self.pair_ids, np.array(meta.pairs, dtype=np.int64).reshape(-1, 2)])
+        wrench = fb.unit_wrenches(blocks)
+        self.wrench = np.concatenate([self.wrench, wrench])
         old = self.blocks.size if self.blocks is not None else 0
         self.blocks = blocks if self.blocks is None else fb.Blocks.join([self.blocks, blocks])
         gravity_rows, gravity = self._gravity(ids, self.row_base)
-        matrix = _columns_matrix(blocks, self.row_base, first_row + 6 * len(ids))
+        matrix = _columns_matrix(blocks, wrench, self.row_base, first_row + 6 * len(ids))
         check_rows = _checks_matrix(blocks, old + 1)
         if cold:
             _pass(self.highs, self.blocks, 6 * len(ids), matrix, gravity_rows, gravity, check_rows, False)
@@ -142,10 +153,10 @@ class Program:
     def _gravity(self, ids: Sequence[int], row_base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The λ column's entries in the rows of ``ids`` (piece row k at ``row_base[k]``): the weight, +y (down)
         at the centroid, moments about the origin."""
-        weight = np.array([self.weighed[p].weight for p in ids])
-        arm = np.array([self.weighed[p].centroid for p in ids]).reshape(-1, 3) - self.origin
+        at = np.array([self.row_of[p] for p in ids], dtype=np.int64)
+        weight, arm = self.weights[at], self.centroids[at] - self.origin
         # force (0, w, 0); moment arm × force = (−z w, 0, x w) / SCALE
-        rows = row_base[[self.row_of[p] for p in ids]][:, None] + np.array([1, 3, 5])[None]
+        rows = row_base[at][:, None] + np.array([1, 3, 5])[None]
         values = np.stack([weight, -arm[:, 2] * weight / SCALE, arm[:, 0] * weight / SCALE], axis=1)
         keep = values != 0
         return rows[keep], values[keep]
@@ -160,7 +171,7 @@ class Program:
             return None
         self.solved_once = True
         if x[0] > 1e-9:
-            return self._read(x, self.blocks, diagnose=False)
+            return self._read(x, self.blocks, self.wrench, diagnose=False)
         left = time_limit_s - (time.perf_counter() - started)
         return self._diagnose(left) if left > 0 else None
 
@@ -172,19 +183,19 @@ class Program:
         blocks, _ = fb.build(self.pieces, self.grouped, self.row_of, 0, grounded, self.origin, True)
         base = 6 * np.arange(len(self.ids))
         gravity_rows, gravity = self._gravity(self.ids, base)
-        matrix = _columns_matrix(blocks, base, len(base) * 6)
+        wrench = fb.unit_wrenches(blocks)
+        matrix = _columns_matrix(blocks, wrench, base, len(base) * 6)
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         _pass(h, blocks, len(base) * 6, matrix, gravity_rows, gravity, _checks_matrix(blocks, 1), True)
         x = _run(h, time_limit_s, self.size <= SIMPLEX_MAX_PIECES, False, self._optimal)
-        return None if x is None else self._read(x, blocks, diagnose=True)
+        return None if x is None else self._read(x, blocks, wrench, diagnose=True)
 
-    def _read(self, x: np.ndarray, b: fb.Blocks, diagnose: bool) -> Solution:
+    def _read(self, x: np.ndarray, b: fb.Blocks, wrench: np.ndarray, diagnose: bool) -> Solution:
         lam = float(x[0])
         values = x[1:] * (1.0 / lam if lam > 0 and not diagnose else 1.0)  # the forces at the actual weight
-        moment = b.moment[:, None]
-        force = np.where(moment, 0.0, b.direction) * values[:, None]
-        torque = np.where(moment, b.direction * SCALE, np.cross(b.point, b.direction)) * values[:, None]
+        w = wrench * values[:, None]
+        w[:, 3:] *= SCALE  # N·LDU
         n = len(self.pairs)
         util = np.zeros(n)
         mode_ids = np.full(n, -1)
@@ -207,30 +218,29 @@ class Program:
             util[moving] = math.inf
             mode_ids[moving] = fb.mode_id(fb.SLIDES)
         modes_out = [fb.MODES[m] if m >= 0 else "" for m in mode_ids.tolist()]
-        pair_force = np.stack([np.bincount(owner[joint], weights=force[joint, i], minlength=n) for i in range(3)], 1)
-        pair_moment = np.stack([np.bincount(owner[joint], weights=torque[joint, i], minlength=n) for i in range(3)], 1)
+        pair_wrench = _sum_by(owner[joint], w[joint], n)
         k = len(self.ids)  # piece row r is self.ids[r]
         weight = np.zeros((k, 3))
-        weight[:, 1] = [self.weighed[p].weight for p in self.ids]
-        centroids = np.array([self.weighed[p].centroid for p in self.ids])
-        net = np.concatenate([weight, np.cross(centroids - self.origin, weight)], axis=1)
-        wrench = np.concatenate([pair_force, pair_moment], axis=1)
-        np.add.at(net, self.pair_rows[:, 0], wrench)
-        np.subtract.at(net, self.pair_rows[:, 1], wrench)
-        on_ground = ~joint
-        rests = -1 - owner[on_ground]
-        ground_wrench, pull = np.zeros((k, 6)), np.zeros(k)
-        np.add.at(ground_wrench, rests, np.concatenate([force[on_ground], torque[on_ground]], axis=1))
-        np.add.at(pull, rests, slack[on_ground])
+        weight[:, 1] = self.weights
+        net = np.concatenate([weight, fb.cross(self.centroids - self.origin, weight)], axis=1)
+        net += _sum_by(self.pair_rows[:, 0], pair_wrench, k) - _sum_by(self.pair_rows[:, 1], pair_wrench, k)
+        rests = -1 - owner[~joint]
+        ground_wrench = _sum_by(rests, w[~joint], k)
         net += ground_wrench
-        tips = float(pull.sum()) > SLACK_TOLERANCE
+        tips = float(slack[~joint].sum()) > SLACK_TOLERANCE
         origin = self.origin
-        ground = {self.ids[r]: (ground_wrench[r, :3], ground_wrench[r, 3:] + np.cross(origin, ground_wrench[r, :3]))
+        ground = {self.ids[r]: (ground_wrench[r, :3], ground_wrench[r, 3:] + fb.cross(origin, ground_wrench[r, :3]))
                   for r in np.unique(rests).tolist()}  # fmt: skip
         residual = max(float(np.abs(net[:, :3]).max()), float(np.abs(net[:, 3:]).max()) / SCALE)
-        pair_moment = pair_moment + np.cross(origin, pair_force)  # about the world origin
+        pair_force = pair_wrench[:, :3]
+        pair_moment = pair_wrench[:, 3:] + fb.cross(origin, pair_force)  # about the world origin
         return Solution(lam if not diagnose else 0.0, util, modes_out, moving, tips, pair_force, pair_moment, ground,
                         residual)  # fmt: skip
+
+
+def _sum_by(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """(n, m): the rows of ``values`` summed by ``index``."""
+    return np.stack([np.bincount(index, weights=values[:, i], minlength=n) for i in range(values.shape[1])], axis=1)
 
 
 def _finite(bounds: np.ndarray) -> np.ndarray:
@@ -258,35 +268,27 @@ def _pass(h, b: fb.Blocks, n_eq: int, matrix, gravity_rows, gravity, check_rows,
     a = hstack([lam, matrix], format="csc")
     if check_rows.shape[0]:
         a = vstack([a, check_rows], format="csc")
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = a.shape[1], a.shape[0]
-    lp.col_cost_ = _costs(b, diagnose)
-    lp.col_lower_ = np.r_[1.0 if diagnose else 0.0, _finite(b.lower)]
-    lp.col_upper_ = np.r_[1.0 if diagnose else MAX_LOAD_FACTOR, _finite(b.upper)]
-    lp.row_lower_ = np.r_[np.zeros(n_eq), _finite(np.full(check_rows.shape[0], -math.inf))]
-    lp.row_upper_ = np.r_[np.zeros(n_eq), b.row_cap]
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a.indptr
-    lp.a_matrix_.index_ = a.indices
-    lp.a_matrix_.value_ = a.data
-    h.passModel(lp)
+    n_col, n_row = a.shape[1], a.shape[0]
+    h.passModel(
+        n_col, n_row, a.nnz, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0,
+        _costs(b, diagnose), np.r_[1.0 if diagnose else 0.0, _finite(b.lower)],
+        np.r_[1.0 if diagnose else MAX_LOAD_FACTOR, _finite(b.upper)],
+        np.r_[np.zeros(n_eq), _finite(np.full(check_rows.shape[0], -math.inf))], np.r_[np.zeros(n_eq), b.row_cap],
+        a.indptr[:-1].astype(np.int32), a.indices.astype(np.int32), a.data, np.zeros(n_col, np.int32),
+    )  # fmt: skip
 
 
-def _columns_matrix(b: fb.Blocks, row_base: np.ndarray, n_rows: int):
+def _columns_matrix(b: fb.Blocks, wrench: np.ndarray, row_base: np.ndarray, n_rows: int):
     """The equilibrium entries of the blocks' columns (CSC, rows of the whole model): each column's unit wrench
     on ``on``'s six rows and its opposite on ``against``'s."""
     from scipy.sparse import csc_matrix
 
-    moment = b.moment[:, None]
-    lin = np.where(moment, 0.0, b.direction)
-    ang = np.where(moment, b.direction, np.cross(b.point, b.direction) / SCALE)
-    block = np.concatenate([lin, ang], axis=1)
     rows, cols, vals = [], [], []
     for ends, sign in ((b.on, 1.0), (b.against, -1.0)):
         keep = ends >= 0
         rows.append((row_base[ends[keep]][:, None] + np.arange(6)[None]).ravel())
         cols.append(np.repeat(np.flatnonzero(keep), 6))
-        vals.append(sign * block[keep].ravel())
+        vals.append(sign * wrench[keep].ravel())
     r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
     nz = v != 0
     return csc_matrix((v[nz], (r[nz], c[nz])), shape=(n_rows, b.size))
@@ -308,7 +310,10 @@ def _run(h, time_limit_s: float, simplex: bool, warm: bool, optimal) -> np.ndarr
     """Run HiGHS; the column values, or None if it stopped short of optimal (out of time)."""
     h.setOptionValue("time_limit", max(time_limit_s, 1e-3))
     h.setOptionValue("solver", "simplex" if simplex else "ipm")
-    h.setOptionValue("simplex_scale_strategy", 0 if warm else 2)  # a warm model's scaling is rebuilt: skip it
+    # from the last basis, primal simplex on the unscaled model: measured 7-13 iterations a piece on walls, where
+    # the dual simplex or a rescaled model took thousands (the new rows' slacks start basic and infeasible)
+    h.setOptionValue("simplex_strategy", 4 if warm else 1)
+    h.setOptionValue("simplex_scale_strategy", 0)
     h.run()
     if h.getModelStatus() != optimal:
         return None

@@ -32,6 +32,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -72,6 +73,26 @@ class JointLoad:
 
 
 @dataclass(frozen=True, eq=False)
+class _Table:
+    """Every joined pair's reading as arrays (rows ``order`` worst first); :class:`JointLoad` s are made only for
+    those asked for. ``pairs``, ``connectors`` and ``kinds`` are the program's lists, which only grow."""
+
+    pairs: list
+    connectors: list
+    kinds: list
+    order: np.ndarray
+    utilisation: np.ndarray
+    modes: list
+    force: np.ndarray
+    moment: np.ndarray
+    point: np.ndarray
+
+    def load(self, k: int) -> JointLoad:
+        return JointLoad(self.pairs[k], self.connectors[k], self.kinds[k], float(self.utilisation[k]), self.modes[k],
+                         self.force[k], self.moment[k], self.point[k])  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
 class ComponentForces:
     """One connected component's solution."""
 
@@ -79,8 +100,7 @@ class ComponentForces:
     grounded: bool
     max_utilisation: float
     """0 for a component without limited joints; ∞ if it is a mechanism or tips; NaN if not solved in time."""
-    joints: tuple[JointLoad, ...]
-    """Every joined pair, worst first."""
+    table: _Table | None = field(default=None, repr=False)
     tips: bool = False
     cut: tuple[int, ...] = ()
     """Pieces that come loose first: those no longer joined to the ground once the critical joints give."""
@@ -89,6 +109,16 @@ class ComponentForces:
     ground: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
     """Ground reaction on each grounded piece: (force, moment about the world origin)."""
     seconds: float = 0.0
+
+    @cached_property
+    def joints(self) -> tuple[JointLoad, ...]:
+        """Every joined pair, worst first."""
+        return tuple(self.worst(len(self.table.order) if self.table is not None else 0))
+
+    def worst(self, count: int) -> list[JointLoad]:
+        """The ``count`` most utilised joined pairs, worst first (made without reading the others)."""
+        table = self.table
+        return [] if table is None else [table.load(k) for k in table.order[:count].tolist()]
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,7 +153,7 @@ class ForceReport:
 
     def weakest(self, count: int = 5) -> list[JointLoad]:
         """The ``count`` most utilised joints, worst first."""
-        every = [j for c in self.components for j in c.joints]
+        every = [j for c in self.components for j in c.worst(count)]
         return sorted(every, key=lambda j: (-_sortable(j.utilisation), j.pieces))[:count]
 
     def to_json(self, assembly: Assembly | None = None, count: int = 5) -> dict:
@@ -222,47 +252,38 @@ def _component(program: fp.Program, sol: fp.Solution, started: float) -> Compone
     ids = tuple(sorted(program.ids))
     if not sol.solved:
         return _unsolved(ids)
-    moment = sol.pair_moment - np.cross(program.points, sol.pair_force)
+    moment = sol.pair_moment - fb.cross(program.points, sol.pair_force)
     util = sol.utilisation
-    pairs = np.array(program.pairs, dtype=np.int64).reshape(-1, 2)
-    order = np.lexsort((pairs[:, 1], pairs[:, 0], -np.where(np.isnan(util), np.inf, util)))
-    loads = [
-        JointLoad(program.pairs[k], program.connectors[k], program.kinds[k], float(util[k]), sol.modes[k],
-                  sol.pair_force[k], moment[k], program.points[k])
-        for k in order.tolist()
-    ]  # fmt: skip
+    ends = program.pair_ids
+    order = np.lexsort((ends[:, 1], ends[:, 0], -np.where(np.isnan(util), np.inf, util)))
+    table = _Table(program.pairs, program.connectors, program.kinds, order, util, sol.modes, sol.pair_force, moment,
+                   program.points)  # fmt: skip
     if sol.tips or sol.moving.any():
         worst = math.inf
     else:
-        capped = sol.load_factor >= fp.MAX_LOAD_FACTOR * (1 - 1e-9)  # under 1e-4: the joints' own readings
+        capped = sol.load_factor >= fp.MAX_LOAD_FACTOR * (1 - 1e-6)  # under 1e-4: the joints' own readings
         worst = float(util.max(initial=0.0)) if capped else 1.0 / sol.load_factor
-    cut = _first_cut(ids, loads, sol.ground, worst) if worst > 0 else ()
-    return ComponentForces(
-        ids, True, worst, tuple(loads), sol.tips, cut, sol.residual, sol.ground, time.perf_counter() - started
-    )
+    cut = _first_cut(program, util, sol.ground, worst) if worst > 0 else ()
+    return ComponentForces(ids, True, worst, table, sol.tips, cut, sol.residual, sol.ground,
+                           time.perf_counter() - started)  # fmt: skip
 
 
-def _first_cut(ids: Sequence[int], joints: list[JointLoad], ground: dict, worst: float) -> tuple[int, ...]:
+def _first_cut(program: fp.Program, util: np.ndarray, ground: dict, worst: float) -> tuple[int, ...]:
     """Pieces no longer joined to a grounded piece once every joint within :data:`CRITICAL` of the worst gives."""
-    if not math.isfinite(worst):
-        critical = {j.pieces for j in joints if not math.isfinite(j.utilisation)}
-    else:
-        critical = {j.pieces for j in joints if j.utilisation >= worst * (1 - CRITICAL)}
-    if not critical:
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    critical = ~np.isfinite(util) if not math.isfinite(worst) else util >= worst * (1 - CRITICAL)
+    if not critical.any():
         return ()
-    adjacent: dict[int, list[int]] = {p: [] for p in ids}
-    for j in joints:
-        if j.pieces not in critical:
-            adjacent[j.pieces[0]].append(j.pieces[1])
-            adjacent[j.pieces[1]].append(j.pieces[0])
-    seen = set(ground)
-    stack = list(ground)
-    while stack:
-        for q in adjacent[stack.pop()]:
-            if q not in seen:
-                seen.add(q)
-                stack.append(q)
-    return tuple(p for p in ids if p not in seen)
+    n = program.size  # piece rows, then one node for the ground
+    rows = program.pair_rows[~critical]
+    held = np.array([program.row_of[p] for p in ground], dtype=np.int64)
+    a = np.r_[rows[:, 0], held]
+    b = np.r_[rows[:, 1], np.full(len(held), n)]
+    _, label = connected_components(coo_matrix((np.ones(len(a)), (a, b)), shape=(n + 1, n + 1)), directed=False)
+    loose = np.flatnonzero(label[:n] != label[n])
+    return tuple(sorted(program.ids[k] for k in loose.tolist()))
 
 
 class ForceAnalyser:
@@ -361,4 +382,4 @@ def analyse(assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceRepo
 
 
 def _unsolved(ids: tuple[int, ...]) -> ComponentForces:
-    return ComponentForces(ids, True, math.nan, ())
+    return ComponentForces(ids, True, math.nan)
