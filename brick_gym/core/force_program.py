@@ -314,6 +314,8 @@ def _run(h, time_limit_s: float, simplex: bool, warm: bool, optimal) -> np.ndarr
     # the dual simplex or a rescaled model took thousands (the new rows' slacks start basic and infeasible)
     h.setOptionValue("simplex_strategy", 4 if warm else 1)
     h.setOptionValue("simplex_scale_strategy", 0)
+    h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+    h.setOptionValue("primal_feasibility_tolerance", 1e-10)
     h.run()
     if h.getModelStatus() != optimal:
         return None

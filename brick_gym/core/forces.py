@@ -201,10 +201,11 @@ def _joint_json(j: JointLoad, assembly: Assembly | None) -> dict:
 # ----- the model ------------------------------------------------------------------------------------------------
 GROUND_BAND_LDU = 0.5
 """Points this close to the ground plane rest on it (as ``stability.explain_unstable`` counts them)."""
+GROUND_GRID_LDU = 0.01
+"""The ground is the lowest point rounded to this grid: parts whose meshes differ by thousandths at one level share
+it, so placing one does not move the ground (which would change every contact and need every program anew)."""
 TIME_LIMIT_S = 60.0
 """Most seconds one analysis spends in its programs (all components together); the rest are reported unsolved."""
-GROUND_SHIFT_LDU = 0.01
-"""A lowest point this much lower or higher moves the ground (meshes differ by thousandths at one level)."""
 CRITICAL = 1e-3
 """Joints within this fraction of the largest utilisation of their component fail together (the first cut)."""
 
@@ -220,20 +221,33 @@ class _Body:
     lowest: float
 
 
-def _body(piece: Piece) -> _Body:
+def _bodies(pieces: list[Piece]) -> list[_Body]:
+    """Each piece's :class:`_Body`, one array operation per part type (as ``stability.ground_y`` places them)."""
     from brick_gym.core.stability import mass_properties
 
     newtons = cap.DENSITY_KG_M3 * (cap.LDU_MM / 1000.0) ** 3 * cap.GRAVITY_M_S2
-    volume, centroid, points = mass_properties(piece.part.stem)
-    rot, pos = piece.pose[:3, :3], piece.pose[:3, 3]
-    world = np.einsum("kj,ij->ki", points, rot) + pos  # as ``stability.ground_y`` places them
-    return _Body(piece, volume * newtons, rot @ centroid + pos, world, float(world[:, 1].max()))
+    out: list[_Body | None] = [None] * len(pieces)
+    by_stem: dict[str, list[int]] = {}
+    for k, piece in enumerate(pieces):
+        by_stem.setdefault(piece.part.stem, []).append(k)
+    for stem, at in by_stem.items():
+        volume, centroid, points = mass_properties(stem)
+        poses = np.array([pieces[k].pose for k in at])
+        rot, pos = poses[:, :3, :3], poses[:, :3, 3]
+        world = np.einsum("kj,nij->nki", points, rot) + pos[:, None]
+        lowest = world[:, :, 1].max(axis=1).tolist()
+        centres = np.einsum("nij,j->ni", rot, centroid) + pos
+        for i, k in enumerate(at):
+            out[k] = _Body(pieces[k], volume * newtons, centres[i], world[i], lowest[i])
+    return out  # type: ignore[return-value]
 
 
 def _weigh(body: _Body, ground: float) -> fb.Weighed:
     """The piece as the program weighs it: with the corners it rests on if its lowest points lie on the ground."""
     from scipy.spatial import ConvexHull, QhullError
 
+    if body.lowest < ground - GROUND_BAND_LDU:
+        return fb.Weighed(body.weight, body.centroid, None)
     low = body.world[body.world[:, 1] >= ground - GROUND_BAND_LDU]
     contacts = None
     if len(low):
@@ -309,17 +323,16 @@ class ForceAnalyser:
         if not pieces:
             return ForceReport((), (), 0.0)
         bodies, weighed = self._bodies, self._weighed
-        for pid, piece in pieces.items():
-            body = bodies.get(pid)
-            if body is None or body.piece is not piece:
-                bodies[pid] = _body(piece)
-                weighed.pop(pid, None)
+        moved = [piece for pid, piece in pieces.items() if (b := bodies.get(pid)) is None or b.piece is not piece]
+        for body in _bodies(moved):
+            bodies[body.piece.id] = body
+            weighed.pop(body.piece.id, None)
         if len(bodies) > len(pieces):
             for pid in [p for p in bodies if p not in pieces]:
                 del bodies[pid]
                 weighed.pop(pid, None)
-        ground = max(b.lowest for b in bodies.values())
-        if not abs(ground - self._ground) <= GROUND_SHIFT_LDU:  # the ground moved: every contact changes
+        ground = round(max(b.lowest for b in bodies.values()) / GROUND_GRID_LDU) * GROUND_GRID_LDU
+        if ground != self._ground:  # the ground moved: every contact changes
             self._ground, self._cache, self._programs = ground, {}, {}
             weighed.clear()
         for pid in pieces:
