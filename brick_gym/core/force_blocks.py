@@ -78,10 +78,38 @@ class Pairs:
     """(n, 3) world: the mean of the pair's stud connections' centres and other joints' points."""
 
 
-@dataclass
+@dataclass(frozen=True)
+class Checks:
+    """Capacity checks, each naming its pair and what it means (a number of :data:`MODES`). Bound checks
+    |x[col]| ≤ cap are already their columns' bounds; row checks Σ coeff · x[col] ≤ cap (two terms each) are rows
+    of the program."""
+
+    bound_col: np.ndarray
+    bound_cap: np.ndarray
+    bound_pair: np.ndarray
+    bound_mode: np.ndarray
+    row_col: np.ndarray
+    """(r, 2) columns of each row check."""
+    row_coeff: np.ndarray
+    row_cap: np.ndarray
+    row_pair: np.ndarray
+    row_mode: np.ndarray
+
+    @classmethod
+    def join(cls, parts: Sequence[tuple[Checks, int]]) -> Checks:
+        """The checks of ``parts`` ((checks, the number of their first column) each), columns renumbered."""
+        out = {}
+        for f in fields(cls):
+            values = [getattr(c, f.name) for c, _ in parts]
+            if f.name in ("bound_col", "row_col"):
+                values = [v + first for v, (_, first) in zip(values, parts, strict=True)]
+            out[f.name] = np.concatenate(values)
+        return cls(**out)
+
+
+@dataclass(frozen=True)
 class Blocks:
-    """Columns (one entry per column in each array) and capacity checks. Bound checks |x[col]| ≤ cap are already
-    their columns' bounds; row checks Σ coeff · x[col] ≤ cap (two terms each) are rows of the program."""
+    """Columns (one entry per column in each array) and their capacity checks."""
 
     on: np.ndarray
     against: np.ndarray
@@ -96,32 +124,11 @@ class Blocks:
     """Stud tensions: costed (normalised over the program) so that no clutch is used that is not needed."""
     slack: np.ndarray
     """What no joint can carry (diagnosis only): cost 1."""
-    bound_col: np.ndarray
-    bound_cap: np.ndarray
-    bound_pair: np.ndarray
-    bound_mode: np.ndarray
-    row_col: np.ndarray
-    """(r, 2) columns of each row check."""
-    row_coeff: np.ndarray
-    row_cap: np.ndarray
-    row_pair: np.ndarray
-    row_mode: np.ndarray
+    checks: Checks
 
     @property
     def size(self) -> int:
         return len(self.on)
-
-    @classmethod
-    def join(cls, parts: Sequence[Blocks]) -> Blocks:
-        """One block of ``parts`` in order (their check columns renumbered)."""
-        offsets = np.cumsum([0] + [p.size for p in parts[:-1]])
-        out = {}
-        for f in fields(cls):
-            values = [getattr(p, f.name) for p in parts]
-            if f.name in ("bound_col", "row_col"):
-                values = [v + o for v, o in zip(values, offsets, strict=True)]
-            out[f.name] = np.concatenate(values)
-        return cls(**out)
 
 
 _COLUMNS = ("on", "against", "owner", "direction", "point", "moment", "lower", "upper", "tension", "slack")
@@ -156,8 +163,12 @@ class _Builder:
     def bounds(self, cols, capacity, pairs, mode: str) -> None:
         """Bound checks on columns already added (numbered as :meth:`add` returned them)."""
         cols = np.asarray(cols, dtype=np.int64)
-        self._checks(bound_col=cols, bound_cap=np.broadcast_to(capacity, cols.shape),
-                     bound_pair=np.broadcast_to(pairs, cols.shape), bound_mode=np.full(len(cols), mode_id(mode)))  # fmt: skip
+        self._checks(
+            bound_col=cols,
+            bound_cap=np.broadcast_to(capacity, cols.shape),
+            bound_pair=np.broadcast_to(pairs, cols.shape),
+            bound_mode=np.full(len(cols), mode_id(mode)),
+        )
 
     def rows(self, cols, coeffs, capacity, pairs, mode: str) -> None:
         """Row checks Σ coeffs · x[cols] ≤ capacity, ``cols`` and ``coeffs`` (r, 2)."""
@@ -176,10 +187,11 @@ class _Builder:
             parts = self.columns[name]
             shape = (0, 3) if name in ("direction", "point") else (0,)
             out[name] = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(shape, dtype)
+        checks = {}
         for name, shape, dtype in zip(_CHECKS, _CHECK_EMPTY, _CHECK_TYPES, strict=True):
             parts = self.checks[name]
-            out[name] = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(shape, dtype)
-        return Blocks(**out)
+            checks[name] = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(shape, dtype)
+        return Blocks(**out, checks=Checks(**checks))
 
 
 def pair_joints(joints: Iterable[Joint]) -> dict[tuple[int, int], list[Joint]]:

@@ -62,33 +62,56 @@ def unsolved(n: int) -> Solution:
                     np.zeros((n, 3)), {}, math.nan, solved=False)  # fmt: skip
 
 
+class _Buffer:
+    """An array grown at its end in amortised constant time per row; ``view`` is the filled part (rows once
+    written never change, so a view taken earlier stays right)."""
+
+    def __init__(self, tail: tuple[int, ...] = (), dtype: type = float) -> None:
+        self._data = np.zeros((64, *tail), dtype)
+        self._n = 0
+
+    def extend(self, rows: np.ndarray) -> None:
+        need = self._n + len(rows)
+        if need > len(self._data):
+            grown = np.zeros((max(need, 2 * len(self._data)), *self._data.shape[1:]), self._data.dtype)
+            grown[: self._n] = self._data[: self._n]
+            self._data = grown
+        self._data[self._n : need] = rows
+        self._n = need
+
+    @property
+    def view(self) -> np.ndarray:
+        return self._data[: self._n]
+
+
 class Program:
-    """A grounded component's live program: its pieces (rows of six equilibrium equations each), its pairs and
-    their joints, the columns of both, and the HiGHS model holding them (column 0 is λ, column 1 + i the blocks'
-    column i)."""
+    """A grounded component's live program: its pieces (six equilibrium rows each), its pairs and their joints,
+    the columns of both, and the HiGHS model holding them (column 0 is λ, column 1 + i the i-th joint or ground
+    column). Built cold from a component; :meth:`grow` appends pieces, :meth:`solve` starts from the last basis."""
 
     def __init__(self, ids: Sequence[int], pieces: dict[int, Piece], joints: Sequence[Joint], weighed) -> None:
         import highspy
 
         self.ids: list[int] = []
+        """Pieces by row: piece ``ids[r]`` has the six equilibrium rows from ``row_base[r]``."""
         self.pieces: dict[int, Piece] = {}
         self.row_of: dict[int, int] = {}
-        self.row_base = np.zeros(0, np.int64)
+        self.row_base = _Buffer((), np.int64)
         self.grouped: dict[tuple[int, int], list[Joint]] = {}
         self.weighed: dict[int, fb.Weighed] = {}
         self.origin = np.mean([weighed[p].centroid for p in ids], axis=0)
-        self.blocks: fb.Blocks | None = None
+        """Moments are taken about this point (the first build's mean centroid, kept as the program grows)."""
         self.pairs: list[tuple[int, int]] = []
         self.connectors: list = []
         self.kinds: list[str] = []
-        self.points = np.zeros((0, 3))
-        self.pair_rows = np.zeros((0, 2), np.int64)
-        """Each pair's piece rows: (pair[1], pair[0]), the piece its forces act on first."""
-        self.pair_ids = np.zeros((0, 2), np.int64)
-        self.wrench = np.zeros((0, 6))
-        """Each column's unit wrench on its ``on`` piece (``force_blocks.unit_wrenches``)."""
-        self.weights = np.zeros(0)
-        self.centroids = np.zeros((0, 3))
+        self._points = _Buffer((3,))
+        self._pair_rows = _Buffer((2,), np.int64)
+        self._weights = _Buffer()
+        self._centroids = _Buffer((3,))
+        self._owner = _Buffer((), np.int64)
+        self._wrench = _Buffer((6,))
+        self._tension = _Buffer((), np.int32)
+        self.checks: fb.Checks | None = None
         self.solved_once = False
         self.highs = highspy.Highs()
         self.highs.setOptionValue("output_flag", False)
@@ -99,21 +122,37 @@ class Program:
     def size(self) -> int:
         return len(self.ids)
 
+    @property
+    def points(self) -> np.ndarray:
+        """(pairs, 3) world: where each pair is joined (the mean of its joints' centres)."""
+        return self._points.view
+
+    @property
+    def pair_rows(self) -> np.ndarray:
+        """(pairs, 2): the rows of each pair's pieces, pair[1] (its forces act on) then pair[0]."""
+        return self._pair_rows.view
+
+    @property
+    def pair_ids(self) -> np.ndarray:
+        """(pairs, 2): each pair's piece ids."""
+        return np.array(self.pairs, dtype=np.int64).reshape(-1, 2)
+
     def grow(self, ids: Sequence[int], pieces: dict[int, Piece], joints: Sequence[Joint], weighed) -> None:
         """Add the pieces ``ids`` and the ``joints`` with an end among them (each once): their rows, columns and
         checks are appended to the live model, whose basis the next :meth:`solve` starts from."""
         self._grow(ids, pieces, joints, weighed, cold=False)
 
     def _grow(self, ids, pieces, joints, weighed, *, cold: bool) -> None:
-        first_row = self.highs.getNumRow()
+        h = self.highs
+        first_row, first_col = h.getNumRow(), self._owner.view.shape[0]
         for k, pid in enumerate(ids):
             self.row_of[pid] = len(self.ids) + k
         self.ids.extend(ids)
         self.pieces.update((pid, pieces[pid]) for pid in ids)
         self.weighed.update((pid, weighed[pid]) for pid in ids)
-        self.weights = np.r_[self.weights, [weighed[p].weight for p in ids]]
-        self.centroids = np.concatenate([self.centroids, np.array([weighed[p].centroid for p in ids]).reshape(-1, 3)])
-        self.row_base = np.r_[self.row_base, first_row + 6 * np.arange(len(ids))]
+        self._weights.extend(np.array([weighed[p].weight for p in ids]))
+        self._centroids.extend(np.array([weighed[p].centroid for p in ids]).reshape(-1, 3))
+        self.row_base.extend(first_row + 6 * np.arange(len(ids)))
         grouped = fb.pair_joints(joints)
         grounded = [(self.row_of[p], weighed[p].contacts) for p in ids if weighed[p].contacts is not None]
         blocks, meta = fb.build(pieces, grouped, self.row_of, len(self.pairs), grounded, self.origin, False)
@@ -121,21 +160,22 @@ class Program:
         self.pairs.extend(meta.pairs)
         self.connectors.extend(meta.connectors)
         self.kinds.extend(meta.kinds)
-        self.points = np.concatenate([self.points, meta.points])
-        rows = np.array([[self.row_of[b], self.row_of[a]] for a, b in meta.pairs], dtype=np.int64).reshape(-1, 2)
-        self.pair_rows = np.concatenate([self.pair_rows, rows])
-        self.pair_ids = np.concatenate([self.pair_ids, np.array(meta.pairs, dtype=np.int64).reshape(-1, 2)])
+        self._points.extend(meta.points)
+        self._pair_rows.extend(
+            np.array([[self.row_of[b], self.row_of[a]] for a, b in meta.pairs], np.int64).reshape(-1, 2)
+        )
         wrench = fb.unit_wrenches(blocks)
-        self.wrench = np.concatenate([self.wrench, wrench])
-        old = self.blocks.size if self.blocks is not None else 0
-        self.blocks = blocks if self.blocks is None else fb.Blocks.join([self.blocks, blocks])
-        gravity_rows, gravity = self._gravity(ids, self.row_base)
-        matrix = _columns_matrix(blocks, wrench, self.row_base, first_row + 6 * len(ids))
-        check_rows = _checks_matrix(blocks, old + 1)
+        self._owner.extend(blocks.owner)
+        self._wrench.extend(wrench)
+        self._tension.extend(first_col + np.flatnonzero(blocks.tension))
+        mine = (blocks.checks, first_col)
+        self.checks = blocks.checks if cold else fb.Checks.join([(self.checks, 0), mine])
+        gravity_rows, gravity = self._gravity(ids, self.row_base.view)
+        matrix = _columns_matrix(blocks, wrench, self.row_base.view, first_row + 6 * len(ids))
+        check_rows = _checks_matrix(blocks.checks, first_col + 1, first_col + 1 + blocks.size)
         if cold:
-            _pass(self.highs, self.blocks, 6 * len(ids), matrix, gravity_rows, gravity, check_rows, False)
+            _pass(h, blocks, 6 * len(ids), matrix, gravity_rows, gravity, check_rows, False)
             return
-        h = self.highs
         n_new = 6 * len(ids)
         h.addRows(n_new, np.zeros(n_new), np.zeros(n_new), 0, np.zeros(0, np.int32), np.zeros(0, np.int32),
                   np.zeros(0))  # fmt: skip
@@ -143,18 +183,25 @@ class Program:
             h.changeCoeff(r, 0, v)
         h.addCols(blocks.size, np.zeros(blocks.size), _finite(blocks.lower), _finite(blocks.upper), matrix.nnz,
                   matrix.indptr[:-1].astype(np.int32), matrix.indices.astype(np.int32), matrix.data)  # fmt: skip
-        if check_rows.shape[0]:
-            r = check_rows.shape[0]
-            h.addRows(r, _finite(np.full(r, -math.inf)), blocks.row_cap, check_rows.nnz,
-                      check_rows.indptr[:-1].astype(np.int32), check_rows.indices.astype(np.int32), check_rows.data)  # fmt: skip
-        tensions = np.flatnonzero(self.blocks.tension)  # their count changed: every one's share of the cost
-        h.changeColsCost(len(tensions), (tensions + 1).astype(np.int32), _costs(self.blocks, False)[tensions + 1])
+        r = check_rows.shape[0]
+        if r:
+            h.addRows(
+                r,
+                _finite(np.full(r, -math.inf)),
+                blocks.checks.row_cap,
+                check_rows.nnz,
+                check_rows.indptr[:-1].astype(np.int32),
+                check_rows.indices.astype(np.int32),
+                check_rows.data,
+            )
+        tensions = self._tension.view  # their number changed: so did each one's share of the cost
+        h.changeColsCost(len(tensions), tensions + 1, np.full(len(tensions), _tension_cost(len(tensions))))
 
     def _gravity(self, ids: Sequence[int], row_base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The λ column's entries in the rows of ``ids`` (piece row k at ``row_base[k]``): the weight, +y (down)
-        at the centroid, moments about the origin."""
+        """The λ column's entries in the rows of ``ids`` (piece row r's block at ``row_base[r]``): the weight, +y
+        (down) at the centroid, moments about the origin."""
         at = np.array([self.row_of[p] for p in ids], dtype=np.int64)
-        weight, arm = self.weights[at], self.centroids[at] - self.origin
+        weight, arm = self._weights.view[at], self._centroids.view[at] - self.origin
         # force (0, w, 0); moment arm × force = (−z w, 0, x w) / SCALE
         rows = row_base[at][:, None] + np.array([1, 3, 5])[None]
         values = np.stack([weight, -arm[:, 2] * weight / SCALE, arm[:, 0] * weight / SCALE], axis=1)
@@ -171,7 +218,7 @@ class Program:
             return None
         self.solved_once = True
         if x[0] > 1e-9:
-            return self._read(x, self.blocks, self.wrench, diagnose=False)
+            return self._read(x, self._owner.view, self._wrench.view, None, self.checks)
         left = time_limit_s - (time.perf_counter() - started)
         return self._diagnose(left) if left > 0 else None
 
@@ -179,7 +226,8 @@ class Program:
         """The second program (λ = 1, capacities lifted, slack costly), built cold from every joint."""
         import highspy
 
-        grounded = [(self.row_of[p], self.weighed[p].contacts) for p in self.ids if self.weighed[p].contacts is not None]
+        weighed = self.weighed
+        grounded = [(self.row_of[p], weighed[p].contacts) for p in self.ids if weighed[p].contacts is not None]
         blocks, _ = fb.build(self.pieces, self.grouped, self.row_of, 0, grounded, self.origin, True)
         base = 6 * np.arange(len(self.ids))
         gravity_rows, gravity = self._gravity(self.ids, base)
@@ -187,11 +235,15 @@ class Program:
         matrix = _columns_matrix(blocks, wrench, base, len(base) * 6)
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        _pass(h, blocks, len(base) * 6, matrix, gravity_rows, gravity, _checks_matrix(blocks, 1), True)
+        checks = _checks_matrix(blocks.checks, 1, 1 + blocks.size)
+        _pass(h, blocks, len(base) * 6, matrix, gravity_rows, gravity, checks, True)
         x = _run(h, time_limit_s, self.size <= SIMPLEX_MAX_PIECES, False, self._optimal)
-        return None if x is None else self._read(x, blocks, wrench, diagnose=True)
+        return None if x is None else self._read(x, blocks.owner, wrench, blocks.slack, None)
 
-    def _read(self, x: np.ndarray, b: fb.Blocks, wrench: np.ndarray, diagnose: bool) -> Solution:
+    def _read(self, x: np.ndarray, owner, wrench, slack: np.ndarray | None, checks: fb.Checks | None) -> Solution:
+        """The solution from HiGHS's column values ``x``: the load-factor program's (``checks`` given: utilisations
+        from them) or the diagnosis's (``slack`` given: what moves, whether it tips)."""
+        diagnose = checks is None
         lam = float(x[0])
         values = x[1:] * (1.0 / lam if lam > 0 and not diagnose else 1.0)  # the forces at the actual weight
         w = wrench * values[:, None]
@@ -199,48 +251,52 @@ class Program:
         n = len(self.pairs)
         util = np.zeros(n)
         mode_ids = np.full(n, -1)
-        if not diagnose:
-            ratio = np.r_[np.abs(values[b.bound_col]) / b.bound_cap,
-                          np.abs((b.row_coeff * values[b.row_col]).sum(axis=1)) / b.row_cap]  # fmt: skip
-            pair = np.r_[b.bound_pair, b.row_pair]
-            modes = np.r_[b.bound_mode, b.row_mode]
-            order = np.lexsort((-np.arange(len(ratio)), ratio, pair))  # per pair, its largest (first) ratio last
-            last = order[np.flatnonzero(np.r_[pair[order][1:] != pair[order][:-1], True])] if len(order) else order
-            last = last[ratio[last] > 0]
-            util[pair[last]] = ratio[last]
-            mode_ids[pair[last]] = modes[last]
-        slack = np.where(b.slack, values, 0.0)
-        owner = b.owner
+        if checks is not None:
+            c = checks
+            ratio = np.r_[np.abs(values[c.bound_col]) / c.bound_cap,
+                          np.abs((c.row_coeff * values[c.row_col]).sum(axis=1)) / c.row_cap]  # fmt: skip
+            pair = np.r_[c.bound_pair, c.row_pair]
+            np.maximum.at(util, pair, ratio)
+            first = np.flatnonzero((ratio == util[pair]) & (ratio > 0))[::-1]  # the first check reaching it names it
+            mode_ids[pair[first]] = np.r_[c.bound_mode, c.row_mode][first]
         joint = owner >= 0
+        ground_slack = 0.0
         moving = np.zeros(n, bool)
-        if diagnose:
-            moving = np.bincount(owner[joint], weights=slack[joint], minlength=n) > SLACK_TOLERANCE
+        if slack is not None:
+            values_slack = np.where(slack, values, 0.0)
+            moving = np.bincount(owner[joint], weights=values_slack[joint], minlength=n) > SLACK_TOLERANCE
             util[moving] = math.inf
             mode_ids[moving] = fb.mode_id(fb.SLIDES)
-        modes_out = [fb.MODES[m] if m >= 0 else "" for m in mode_ids.tolist()]
+            ground_slack = float(values_slack[~joint].sum())
+        modes = [fb.MODES[m] if m >= 0 else "" for m in mode_ids.tolist()]
         pair_wrench = _sum_by(owner[joint], w[joint], n)
-        k = len(self.ids)  # piece row r is self.ids[r]
+        k = len(self.ids)
         weight = np.zeros((k, 3))
-        weight[:, 1] = self.weights
-        net = np.concatenate([weight, fb.cross(self.centroids - self.origin, weight)], axis=1)
-        net += _sum_by(self.pair_rows[:, 0], pair_wrench, k) - _sum_by(self.pair_rows[:, 1], pair_wrench, k)
+        weight[:, 1] = self._weights.view
+        net = np.concatenate([weight, fb.cross(self._centroids.view - self.origin, weight)], axis=1)
+        rows = self.pair_rows
+        net += _sum_by(rows[:, 0], pair_wrench, k) - _sum_by(rows[:, 1], pair_wrench, k)
         rests = -1 - owner[~joint]
         ground_wrench = _sum_by(rests, w[~joint], k)
         net += ground_wrench
-        tips = float(slack[~joint].sum()) > SLACK_TOLERANCE
         origin = self.origin
         ground = {self.ids[r]: (ground_wrench[r, :3], ground_wrench[r, 3:] + fb.cross(origin, ground_wrench[r, :3]))
                   for r in np.unique(rests).tolist()}  # fmt: skip
         residual = max(float(np.abs(net[:, :3]).max()), float(np.abs(net[:, 3:]).max()) / SCALE)
         pair_force = pair_wrench[:, :3]
         pair_moment = pair_wrench[:, 3:] + fb.cross(origin, pair_force)  # about the world origin
-        return Solution(lam if not diagnose else 0.0, util, modes_out, moving, tips, pair_force, pair_moment, ground,
-                        residual)  # fmt: skip
+        tips = ground_slack > SLACK_TOLERANCE
+        return Solution(0.0 if diagnose else lam, util, modes, moving, tips, pair_force, pair_moment, ground, residual)
 
 
 def _sum_by(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """(n, m): the rows of ``values`` summed by ``index``."""
     return np.stack([np.bincount(index, weights=values[:, i], minlength=n) for i in range(values.shape[1])], axis=1)
+
+
+def _tension_cost(count: int) -> float:
+    """Each stud tension's cost: TENSION_COST shared by all of them, per unit of capacity."""
+    return TENSION_COST / cap.CLUTCH_N / max(1, count)
 
 
 def _finite(bounds: np.ndarray) -> np.ndarray:
@@ -254,8 +310,7 @@ def _costs(b: fb.Blocks, diagnose: bool) -> np.ndarray:
     their number), or, diagnosing, each slack at 1."""
     if diagnose:
         return np.r_[0.0, b.slack.astype(float)]
-    share = TENSION_COST / cap.CLUTCH_N / max(1, int(b.tension.sum()))
-    return np.r_[-1.0, np.where(b.tension, share, 0.0)]
+    return np.r_[-1.0, np.where(b.tension, _tension_cost(int(b.tension.sum())), 0.0)]
 
 
 def _pass(h, b: fb.Blocks, n_eq: int, matrix, gravity_rows, gravity, check_rows, diagnose: bool) -> None:
@@ -270,12 +325,22 @@ def _pass(h, b: fb.Blocks, n_eq: int, matrix, gravity_rows, gravity, check_rows,
         a = vstack([a, check_rows], format="csc")
     n_col, n_row = a.shape[1], a.shape[0]
     h.passModel(
-        n_col, n_row, a.nnz, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0,
-        _costs(b, diagnose), np.r_[1.0 if diagnose else 0.0, _finite(b.lower)],
+        n_col,
+        n_row,
+        a.nnz,
+        int(highspy.MatrixFormat.kColwise),
+        int(highspy.ObjSense.kMinimize),
+        0.0,
+        _costs(b, diagnose),
+        np.r_[1.0 if diagnose else 0.0, _finite(b.lower)],
         np.r_[1.0 if diagnose else MAX_LOAD_FACTOR, _finite(b.upper)],
-        np.r_[np.zeros(n_eq), _finite(np.full(check_rows.shape[0], -math.inf))], np.r_[np.zeros(n_eq), b.row_cap],
-        a.indptr[:-1].astype(np.int32), a.indices.astype(np.int32), a.data, np.zeros(n_col, np.int32),
-    )  # fmt: skip
+        np.r_[np.zeros(n_eq), _finite(np.full(check_rows.shape[0], -math.inf))],
+        np.r_[np.zeros(n_eq), b.checks.row_cap],
+        a.indptr[:-1].astype(np.int32),
+        a.indices.astype(np.int32),
+        a.data,
+        np.zeros(n_col, np.int32),
+    )
 
 
 def _columns_matrix(b: fb.Blocks, wrench: np.ndarray, row_base: np.ndarray, n_rows: int):
@@ -294,16 +359,14 @@ def _columns_matrix(b: fb.Blocks, wrench: np.ndarray, row_base: np.ndarray, n_ro
     return csc_matrix((v[nz], (r[nz], c[nz])), shape=(n_rows, b.size))
 
 
-def _checks_matrix(b: fb.Blocks, first_col: int):
-    """The row checks of the blocks (CSR over the whole model's columns, column ``first_col`` + i for the
-    blocks' column i), each row Σ coeff · x ≤ its capacity."""
+def _checks_matrix(c: fb.Checks, first_col: int, n_cols: int):
+    """The row checks (CSR over the model's ``n_cols`` columns; the checks' column i is ``first_col`` + i), each
+    row Σ coeff · x ≤ its capacity."""
     from scipy.sparse import csr_matrix
 
-    r = len(b.row_cap)
-    return csr_matrix(
-        (b.row_coeff.ravel(), (np.repeat(np.arange(r), 2), (first_col + b.row_col).ravel())),
-        shape=(r, first_col + b.size),
-    )
+    r = len(c.row_cap)
+    return csr_matrix((c.row_coeff.ravel(), (np.repeat(np.arange(r), 2), (first_col + c.row_col).ravel())),
+                      shape=(r, n_cols))  # fmt: skip
 
 
 def _run(h, time_limit_s: float, simplex: bool, warm: bool, optimal) -> np.ndarray | None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
