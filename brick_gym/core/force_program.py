@@ -280,8 +280,8 @@ class Program:
         ground_wrench = _sum_by(rests, w[~joint], k)
         net += ground_wrench
         origin = self.origin
-        ground = {self.ids[r]: (ground_wrench[r, :3], ground_wrench[r, 3:] + fb.cross(origin, ground_wrench[r, :3]))
-                  for r in np.unique(rests).tolist()}  # fmt: skip
+        about_world = ground_wrench[:, 3:] + fb.cross(origin, ground_wrench[:, :3])
+        ground = {self.ids[r]: (ground_wrench[r, :3], about_world[r]) for r in np.unique(rests).tolist()}
         residual = max(float(np.abs(net[:, :3]).max()), float(np.abs(net[:, 3:]).max()) / SCALE)
         pair_force = pair_wrench[:, :3]
         pair_moment = pair_wrench[:, 3:] + fb.cross(origin, pair_force)  # about the world origin
@@ -291,7 +291,9 @@ class Program:
 
 def _sum_by(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """(n, m): the rows of ``values`` summed by ``index``."""
-    return np.stack([np.bincount(index, weights=values[:, i], minlength=n) for i in range(values.shape[1])], axis=1)
+    m = values.shape[1]
+    flat = (index[:, None] * m + np.arange(m)[None]).ravel()
+    return np.bincount(flat, weights=values.ravel(), minlength=n * m).reshape(n, m)
 
 
 def _tension_cost(count: int) -> float:
