@@ -314,6 +314,10 @@ class ForceAnalyser:
         self._programs: dict[int, fp.Program] = {}
         self._ground = math.nan
 
+    def __getstate__(self) -> dict:
+        """Pickled (and copied) without the live programs (HiGHS models): the next analysis builds them cold."""
+        return {**self.__dict__, "_programs": {}}
+
     def analyse(self, assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceReport:
         """The :class:`ForceReport` of ``assembly`` now; components still unsolved after ``time_limit_s`` in all
         are reported unsolved (utilisation NaN, JSON null, listed in ``unsolved``): bounded work for any file."""

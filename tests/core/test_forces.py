@@ -255,3 +255,17 @@ def test_warm_growth_through_a_cantilever_and_a_merge(monkeypatch: pytest.Monkey
     assert len(a.components) == 1
     assert_warm_equals_cold(analyser.analyse(a), analyse(a))
     assert grown == [[2], [3], [1, 4]]  # the larger component's program takes the other's pieces
+
+
+def test_an_analyser_pickles_and_copies_without_its_live_programs() -> None:
+    import copy
+    import pickle
+
+    a, _ = cantilever(4)
+    analyser = ForceAnalyser()
+    first = analyser.analyse(a)
+    for other in (pickle.loads(pickle.dumps(analyser)), copy.deepcopy(analyser)):
+        assert other.analyse(a).max_utilisation == first.max_utilisation  # its cached solution
+        b = copy.deepcopy(a)
+        placed(b, "3710", 120.0, -16.0, 10.0)  # one stud further out: that component is built again, cold
+        assert_warm_equals_cold(other.analyse(b), analyse(b))
