@@ -49,6 +49,19 @@ def unit_wrenches(b: Blocks) -> np.ndarray:
                            np.where(moment, b.direction, cross(b.point, b.direction) / SCALE)], axis=1)  # fmt: skip
 
 
+def group_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Equal rows of an (n, k) integer array: (the first row of each group, in sorted order; each row's group).
+    ``np.unique(axis=0)`` does the same through a structured view, several times slower on small arrays."""
+    order = np.lexsort(keys.T[::-1])
+    ordered = keys[order]
+    starts = np.r_[True, (ordered[1:] != ordered[:-1]).any(axis=1)] if len(keys) else np.zeros(0, bool)
+    label = np.cumsum(starts) - 1
+    group = np.empty(len(keys), np.int64)
+    group[order] = label
+    first = order[starts]  # lexsort is stable: the first row of each group
+    return first, group
+
+
 def mode_id(mode: str) -> int:
     """A small number naming ``mode`` (checks keep numbers, messages the strings in :data:`MODES`)."""
     found = _MODES.get(mode)
@@ -279,8 +292,7 @@ def _stud_blocks(out: _Builder, studs: list, origin: np.ndarray, diagnose: bool)
     n, points, x = -frames[:, :3, 1], frames[:, :3, 3] - origin, frames[:, :3, 0]
     plane = np.einsum("ij,ij->i", n, frames[:, :3, 3])
     keys = np.column_stack([pair, on_a, np.rint(n * 1000), np.rint(plane * 10)]).astype(np.int64)
-    _, first, group = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    group = group.ravel()
+    first, group = group_rows(keys)
     order = np.argsort(group, kind="stable")  # members of each connection together, connections in key order
     size = np.bincount(group)
     g_on, g_against, g_pair = on[first], against[first], pair[first]
@@ -326,7 +338,8 @@ def _cell_hulls(local: np.ndarray, owner: np.ndarray, size: np.ndarray, e1: np.n
     count = len(size)
 
     def distinct(columns: np.ndarray) -> np.ndarray:
-        return np.bincount(np.unique(np.column_stack([owner, columns]), axis=0)[:, 0], minlength=count)
+        first, _ = group_rows(np.column_stack([owner, columns]))
+        return np.bincount(owner[first], minlength=count)
 
     grid = distinct(key[:, :1]) * distinct(key[:, 1:]) == distinct(key)
     starts = np.r_[0, np.cumsum(size)[:-1]]

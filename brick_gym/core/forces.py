@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -243,21 +243,34 @@ def _bodies(pieces: list[Piece]) -> list[_Body]:
 
 def _weigh(body: _Body, ground: float) -> fb.Weighed:
     """The piece as the program weighs it: with the corners it rests on if its lowest points lie on the ground."""
-    from scipy.spatial import ConvexHull, QhullError
-
     if body.lowest < ground - GROUND_BAND_LDU:
         return fb.Weighed(body.weight, body.centroid, None)
-    low = body.world[body.world[:, 1] >= ground - GROUND_BAND_LDU]
-    contacts = None
-    if len(low):
-        flat = low[:, [0, 2]]
-        try:
-            low = low[ConvexHull(flat).vertices]
-        except (QhullError, ValueError):  # a line or a point of contact
-            low = low[[int(np.argmin(flat[:, 0] + flat[:, 1])), int(np.argmax(flat[:, 0] + flat[:, 1]))]]
-        contacts = low.copy()
-        contacts[:, 1] = ground
-    return fb.Weighed(body.weight, body.centroid, contacts)
+    piece = body.piece
+    rot, pos = piece.pose[:3, :3], piece.pose[:3, 3]
+    contacts = _resting(piece.part.stem, np.ascontiguousarray(rot).tobytes(), float(ground - pos[1])) + pos
+    contacts[:, 1] = ground
+    return fb.Weighed(body.weight, body.centroid, contacts if len(contacts) else None)
+
+
+@lru_cache(maxsize=4096)
+def _resting(stem: str, rot: bytes, depth: float) -> np.ndarray:
+    """Offsets from a piece's origin of the corners it rests on: the hull (seen from above) of its points within
+    :data:`GROUND_BAND_LDU` of the ground ``depth`` below its origin, for a part type and rotation (cached: a
+    model's pieces on the ground mostly share both)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    from brick_gym.core.stability import mass_properties
+
+    points = mass_properties(stem)[2]
+    offsets = np.einsum("kj,ij->ki", points, np.frombuffer(rot).reshape(3, 3))
+    low = offsets[offsets[:, 1] >= depth - GROUND_BAND_LDU]
+    if len(low) < 2:  # none (a lowest point within round-off of the band's edge) or one
+        return low
+    flat = low[:, [0, 2]]
+    try:
+        return low[ConvexHull(flat).vertices]
+    except (QhullError, ValueError):  # a line or a point of contact
+        return low[[int(np.argmin(flat[:, 0] + flat[:, 1])), int(np.argmax(flat[:, 0] + flat[:, 1]))]]
 
 
 def _component(program: fp.Program, sol: fp.Solution, started: float) -> ComponentForces:
