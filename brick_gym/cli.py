@@ -212,6 +212,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", RuntimeWarning)
         try:
             paths = save_views(loaded.assembly, args.out, settings)
+            if args.forces:
+                paths += _force_picture(loaded.assembly, Path(args.out), settings)
         except RuntimeError as exc:  # e.g. --backend moderngl without an EGL context
             return _fail(f"cannot render with backend {args.backend!r}: {exc}")
         except OSError as exc:
@@ -249,6 +251,19 @@ def cmd_view(args: argparse.Namespace) -> int:
         print(f"warning: {w.message}", file=sys.stderr)
     print(page)
     return 0
+
+
+def _force_picture(assembly, out: Path, settings) -> list[Path]:
+    """``forces.png`` in ``out`` (the force picture at the views' size and backend), or a warning if a part cannot
+    be weighed."""
+    from brick_gym.core.meshes import MeshUnavailable
+    from brick_gym.render.force_picture import save_force_picture
+
+    try:
+        return [save_force_picture(assembly, out / "forces.png", None, settings.size, settings)]
+    except MeshUnavailable as exc:
+        print(f"warning: no force picture: {exc}", file=sys.stderr)
+        return []
 
 
 def _finite(value: float) -> float | None:
@@ -454,6 +469,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--size", type=whole(8, 8192), default=1024, help="image side in pixels (default: 1024, as BrickBench)"
     )
     p.add_argument("--backend", choices=("auto", "moderngl", "software"), default="auto")
+    p.add_argument(
+        "--forces",
+        action="store_true",
+        help="also write forces.png: the model with each piece coloured by the utilisation of the joint holding it",
+    )
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("view", help="write an interactive 3D view of an .ldr/.mpd file (opens from disk)")

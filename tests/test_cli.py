@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from brick_gym.cli import main
@@ -211,3 +212,26 @@ def test_unexpected_errors_are_one_line_unless_debug(tmp_path, capsys, monkeypat
     assert "boom" in line and "--debug" in line
     with pytest.raises(RuntimeError, match="boom"):
         main(["check", str(tmp_path / "x.ldr"), "--debug"])
+
+
+def test_render_with_forces_writes_the_force_picture_beside_the_views(tmp_path, capsys) -> None:
+    from PIL import Image
+
+    a = Assembly()
+    a.add("3034", "red")
+    for i in range(6):  # six 1×10 plates hanging from the far stud: that joint gives (purple in the picture)
+        assert a.add("4477", "blue", translation(160.0, -8.0 * (i + 1), 10.0)).ok
+    path = save(a, tmp_path / "hanging.ldr")
+    out_dir = tmp_path / "views"
+    args = ("render", str(path), "--out", str(out_dir), "--size", "160", "--views", "1", "--backend", "software")
+    code, out, err = run(capsys, *args, "--forces")
+    assert code == 0, err
+    written = [line for line in out.splitlines() if not line.startswith("backend:")]
+    assert written[-1] == str(out_dir / "forces.png")
+    with Image.open(out_dir / "forces.png") as img:
+        pixels = np.asarray(img.convert("RGB"))
+    assert pixels.shape[1] == 160 and pixels.shape[0] > 160  # the view, the legend strip below
+    model = pixels[:160].reshape(-1, 3).astype(int)
+    assert ((model[:, 2] > model[:, 1] + 30) & (model[:, 0] > model[:, 1] + 15)).sum() > 20  # overloaded: purple
+    code, out, _ = run(capsys, *args)
+    assert code == 0 and "forces.png" not in out  # only when asked for

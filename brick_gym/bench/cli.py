@@ -62,6 +62,8 @@ def episode_config(args: argparse.Namespace) -> tuple[Any, Any]:
     values: dict[str, Any] = {k: getattr(args, k) for k in _EPISODE_FLAGS if getattr(args, k) is not None}
     if args.no_render:
         values["render"] = False
+    if args.forces:
+        values["forces"] = True
     if args.program_cpu_seconds is not None:
         from brick_gym.llm.sandbox import SandboxLimits
 
@@ -546,6 +548,11 @@ def add_episode_options(p: argparse.ArgumentParser) -> None:
         help="CPU seconds of each run_python / write_build run (default 60)",
     )
     p.add_argument("--no-render", action="store_true", help="do not render views after each episode")
+    p.add_argument(
+        "--forces",
+        action="store_true",
+        help="add the force analysis (joint utilisation) to each verification.json and, when rendering, forces.png",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_budget_flags(p)
 

@@ -9,6 +9,7 @@ Layout of a run (``out_dir`` given by the user)::
     out_dir/<agent>/<task-id>/transcript.jsonl                            }
     out_dir/<agent>/<task-id>/verification.json  the full validity report }
     out_dir/<agent>/<task-id>/views/         rendered views (unless rendering is off)
+    out_dir/<agent>/<task-id>/forces.png     the force picture (when the run asks for forces and renders)
     out_dir/<agent>/<task-id>/done.json      completion marker, written LAST
 
 Resuming. ``done.json`` is written only after the episode returned and every other file of the folder is on

@@ -95,6 +95,17 @@ class Assembly:
         seen = {j for links in self._links.values() for j in links.values()}
         return sorted(seen, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
 
+    def joints_of(self, piece_ids: Iterable[int]) -> list[Joint]:
+        """Every joint with an end among ``piece_ids``, each once, sorted as :attr:`joints` (which walks them all)."""
+        links = self._links
+        seen: dict[Joint, None] = {}
+        for pid in piece_ids:
+            for c in range(len(self.pieces[pid].part.connectors)):
+                found = links.get((pid, c))
+                if found:
+                    seen.update(dict.fromkeys(found.values()))
+        return sorted(seen, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
+
     @property
     def authored(self) -> list[Connection]:
         """Every authored connection (what attach made, plus those named with :meth:`author`), each once, sorted."""

@@ -3,7 +3,12 @@ agents naming the weakest joint and what would relieve it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from brick_gym.core.assembly import Assembly
+
+if TYPE_CHECKING:
+    from brick_gym.core.forces import ForceReport
 
 WEAKEST_SHOWN = 5
 """Joints the check's ``forces`` section lists, worst first."""
@@ -33,13 +38,19 @@ _TIPS = "the model tips over as a whole: its centre of mass is outside what it s
 def forces_json(assembly: Assembly) -> dict:
     """The check's ``forces`` section: :meth:`forces.ForceReport.to_json` of ``assembly`` (its weakest
     :data:`WEAKEST_SHOWN` joints with parts and connectors), or ``{"error": ...}`` when a part cannot be weighed."""
+    return force_analysis(assembly)[1]
+
+
+def force_analysis(assembly: Assembly) -> tuple[ForceReport | None, dict]:
+    """The analysis of ``assembly`` (None when a part cannot be weighed) and its :func:`forces_json` section."""
     from brick_gym.core.forces import analyse
     from brick_gym.core.meshes import MeshUnavailable
 
     try:
-        return analyse(assembly).to_json(assembly, WEAKEST_SHOWN)
+        report = analyse(assembly)
     except MeshUnavailable as exc:
-        return {"error": f"the force analysis needs every part's mesh: {exc}"}
+        return None, {"error": f"the force analysis needs every part's mesh: {exc}"}
+    return report, report.to_json(assembly, WEAKEST_SHOWN)
 
 
 def _u(value: float | None) -> str:

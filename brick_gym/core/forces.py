@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
 import numpy as np
 
 from brick_gym.core import capacity as cap
+from brick_gym.core import force_blocks as fb
 from brick_gym.core import force_program as fp
 from brick_gym.core.assembly import Assembly
-from brick_gym.core.pieces import Joint, Piece
+from brick_gym.core.pieces import Piece
 
 __all__ = [
     "ComponentForces",
@@ -71,6 +72,26 @@ class JointLoad:
 
 
 @dataclass(frozen=True, eq=False)
+class _Table:
+    """Every joined pair's reading as arrays (rows ``order`` worst first); :class:`JointLoad` s are made only for
+    those asked for. ``pairs``, ``connectors`` and ``kinds`` are the program's lists, which only grow."""
+
+    pairs: list
+    connectors: list
+    kinds: list
+    order: np.ndarray
+    utilisation: np.ndarray
+    modes: list
+    force: np.ndarray
+    moment: np.ndarray
+    point: np.ndarray
+
+    def load(self, k: int) -> JointLoad:
+        return JointLoad(self.pairs[k], self.connectors[k], self.kinds[k], float(self.utilisation[k]), self.modes[k],
+                         self.force[k], self.moment[k], self.point[k])  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
 class ComponentForces:
     """One connected component's solution."""
 
@@ -78,8 +99,7 @@ class ComponentForces:
     grounded: bool
     max_utilisation: float
     """0 for a component without limited joints; ∞ if it is a mechanism or tips; NaN if not solved in time."""
-    joints: tuple[JointLoad, ...]
-    """Every joined pair, worst first."""
+    table: _Table | None = field(default=None, repr=False)
     tips: bool = False
     cut: tuple[int, ...] = ()
     """Pieces that come loose first: those no longer joined to the ground once the critical joints give."""
@@ -88,6 +108,16 @@ class ComponentForces:
     ground: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
     """Ground reaction on each grounded piece: (force, moment about the world origin)."""
     seconds: float = 0.0
+
+    @cached_property
+    def joints(self) -> tuple[JointLoad, ...]:
+        """Every joined pair, worst first."""
+        return tuple(self.worst(len(self.table.order) if self.table is not None else 0))
+
+    def worst(self, count: int) -> list[JointLoad]:
+        """The ``count`` most utilised joined pairs, worst first (made without reading the others)."""
+        table = self.table
+        return [] if table is None else [table.load(k) for k in table.order[:count].tolist()]
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,7 +152,7 @@ class ForceReport:
 
     def weakest(self, count: int = 5) -> list[JointLoad]:
         """The ``count`` most utilised joints, worst first."""
-        every = [j for c in self.components for j in c.joints]
+        every = [j for c in self.components for j in c.worst(count)]
         return sorted(every, key=lambda j: (-_sortable(j.utilisation), j.pieces))[:count]
 
     def to_json(self, assembly: Assembly | None = None, count: int = 5) -> dict:
@@ -170,140 +200,209 @@ def _joint_json(j: JointLoad, assembly: Assembly | None) -> dict:
 # ----- the model ------------------------------------------------------------------------------------------------
 GROUND_BAND_LDU = 0.5
 """Points this close to the ground plane rest on it (as ``stability.explain_unstable`` counts them)."""
+GROUND_GRID_LDU = 0.01
+"""The ground is the lowest point rounded to this grid: parts whose meshes differ by thousandths at one level share
+it, so placing one does not move the ground (which would change every contact and need every program anew)."""
 TIME_LIMIT_S = 60.0
 """Most seconds one analysis spends in its programs (all components together); the rest are reported unsolved."""
-GROUND_SHIFT_LDU = 0.01
-"""A lowest point this much lower or higher moves the ground (meshes differ by thousandths at one level)."""
 CRITICAL = 1e-3
 """Joints within this fraction of the largest utilisation of their component fail together (the first cut)."""
 
 
-def _weigh(pieces: Iterable[Piece], ground: float) -> dict[int, fp.Weighed]:
+@dataclass(frozen=True, eq=False)
+class _Body:
+    """A piece's weight (N), centroid and hull points (world), and its lowest y: what its pose alone decides."""
+
+    piece: Piece
+    weight: float
+    centroid: np.ndarray
+    world: np.ndarray
+    lowest: float
+
+
+def _bodies(pieces: list[Piece]) -> list[_Body]:
+    """Each piece's :class:`_Body`, one array operation per part type (as ``stability.ground_y`` places them)."""
+    from brick_gym.core.stability import mass_properties
+
+    newtons = cap.DENSITY_KG_M3 * (cap.LDU_MM / 1000.0) ** 3 * cap.GRAVITY_M_S2
+    out: list[_Body | None] = [None] * len(pieces)
+    by_stem: dict[str, list[int]] = {}
+    for k, piece in enumerate(pieces):
+        by_stem.setdefault(piece.part.stem, []).append(k)
+    for stem, at in by_stem.items():
+        volume, centroid, points = mass_properties(stem)
+        poses = np.array([pieces[k].pose for k in at])
+        rot, pos = poses[:, :3, :3], poses[:, :3, 3]
+        world = np.einsum("kj,nij->nki", points, rot) + pos[:, None]
+        lowest = world[:, :, 1].max(axis=1).tolist()
+        centres = np.einsum("nij,j->ni", rot, centroid) + pos
+        for i, k in enumerate(at):
+            out[k] = _Body(pieces[k], volume * newtons, centres[i], world[i], lowest[i])
+    return out  # type: ignore[return-value]
+
+
+def _weigh(body: _Body, ground: float) -> fb.Weighed:
+    """The piece as the program weighs it: with the corners it rests on if its lowest points lie on the ground."""
+    if body.lowest < ground - GROUND_BAND_LDU:
+        return fb.Weighed(body.weight, body.centroid, None)
+    piece = body.piece
+    rot, pos = piece.pose[:3, :3], piece.pose[:3, 3]
+    contacts = _resting(piece.part.stem, np.ascontiguousarray(rot).tobytes(), float(ground - pos[1])) + pos
+    contacts[:, 1] = ground
+    return fb.Weighed(body.weight, body.centroid, contacts if len(contacts) else None)
+
+
+@lru_cache(maxsize=4096)
+def _resting(stem: str, rot: bytes, depth: float) -> np.ndarray:
+    """Offsets from a piece's origin of the corners it rests on: the hull (seen from above) of its points within
+    :data:`GROUND_BAND_LDU` of the ground ``depth`` below its origin, for a part type and rotation (cached: a
+    model's pieces on the ground mostly share both)."""
     from scipy.spatial import ConvexHull, QhullError
 
     from brick_gym.core.stability import mass_properties
 
-    newtons = cap.DENSITY_KG_M3 * (cap.LDU_MM / 1000.0) ** 3 * cap.GRAVITY_M_S2
-    out = {}
-    for piece in pieces:
-        volume, centroid, points = mass_properties(piece.part.stem)
-        rot, pos = piece.pose[:3, :3], piece.pose[:3, 3]
-        world = points @ rot.T + pos
-        contacts = None
-        low = world[world[:, 1] >= ground - GROUND_BAND_LDU]
-        if len(low):
-            flat = low[:, [0, 2]]
-            try:
-                low = low[ConvexHull(flat).vertices]
-            except (QhullError, ValueError):  # a line or a point of contact
-                low = low[[int(np.argmin(flat[:, 0] + flat[:, 1])), int(np.argmax(flat[:, 0] + flat[:, 1]))]]
-            contacts = low.copy()
-            contacts[:, 1] = ground
-        out[piece.id] = fp.Weighed(volume * newtons, rot @ centroid + pos, contacts)
-    return out
+    points = mass_properties(stem)[2]
+    offsets = np.einsum("kj,ij->ki", points, np.frombuffer(rot).reshape(3, 3))
+    low = offsets[offsets[:, 1] >= depth - GROUND_BAND_LDU]
+    if len(low) < 2:  # none (a lowest point within round-off of the band's edge) or one
+        return low
+    flat = low[:, [0, 2]]
+    try:
+        return low[ConvexHull(flat).vertices]
+    except (QhullError, ValueError):  # a line or a point of contact
+        return low[[int(np.argmin(flat[:, 0] + flat[:, 1])), int(np.argmax(flat[:, 0] + flat[:, 1]))]]
 
 
-def _solve_component(
-    ids: Sequence[int], pieces: dict[int, Piece], joints: Sequence[Joint], weighed, time_limit_s: float
-) -> ComponentForces:
-    """Build and solve one grounded component's program and read the joints' loads from it."""
-    started = time.perf_counter()
-    joined = fp.connections(pieces, joints)
-    pairs = sorted(joined)
-    sol = fp.solve(ids, pairs, joined, weighed, time_limit_s)
-    loads = []
-    for k, pair in enumerate(pairs):
-        conn = joined[pair]
-        point = conn.point
-        moment = sol.pair_moment[k] - fp.cross3(point, sol.pair_force[k])
-        loads.append(
-            JointLoad(pair, tuple(conn.connectors), conn.kind, float(sol.utilisation[k]), sol.modes[k],
-                      sol.pair_force[k], moment, point)
-        )  # fmt: skip
-    loads.sort(key=lambda j: (-_sortable(j.utilisation), j.pieces))
+def _component(program: fp.Program, sol: fp.Solution, started: float) -> ComponentForces:
+    """Read one grounded component's loads from its solved program."""
+    ids = tuple(sorted(program.ids))
     if not sol.solved:
-        worst = math.nan
-    elif sol.tips or sol.moving.any():
+        return _unsolved(ids)
+    moment = sol.pair_moment - fb.cross(program.points, sol.pair_force)
+    util = sol.utilisation
+    ends = program.pair_ids
+    order = np.lexsort((ends[:, 1], ends[:, 0], -np.where(np.isnan(util), np.inf, util)))
+    table = _Table(program.pairs, program.connectors, program.kinds, order, util, sol.modes, sol.pair_force, moment,
+                   program.points)  # fmt: skip
+    if sol.tips or sol.moving.any():
         worst = math.inf
     else:
-        capped = sol.load_factor >= fp.MAX_LOAD_FACTOR * (1 - 1e-9)  # under 1e-4: the joints' own readings
-        worst = float(sol.utilisation.max(initial=0.0)) if capped else 1.0 / sol.load_factor
-    cut = _first_cut(ids, loads, sol.ground, worst) if worst > 0 and sol.solved else ()
-    return ComponentForces(
-        tuple(ids), True, worst, tuple(loads), sol.tips, cut, sol.residual, sol.ground, time.perf_counter() - started
-    )
+        capped = sol.load_factor >= fp.MAX_LOAD_FACTOR * (1 - 1e-6)  # under 1e-4: the joints' own readings
+        worst = float(util.max(initial=0.0)) if capped else 1.0 / sol.load_factor
+    cut = _first_cut(program, util, sol.ground, worst) if worst > 0 else ()
+    return ComponentForces(ids, True, worst, table, sol.tips, cut, sol.residual, sol.ground,
+                           time.perf_counter() - started)  # fmt: skip
 
 
-def _first_cut(ids: Sequence[int], joints: list[JointLoad], ground: dict, worst: float) -> tuple[int, ...]:
+def _first_cut(program: fp.Program, util: np.ndarray, ground: dict, worst: float) -> tuple[int, ...]:
     """Pieces no longer joined to a grounded piece once every joint within :data:`CRITICAL` of the worst gives."""
-    if not math.isfinite(worst):
-        critical = {j.pieces for j in joints if not math.isfinite(j.utilisation)}
-    else:
-        critical = {j.pieces for j in joints if j.utilisation >= worst * (1 - CRITICAL)}
-    if not critical:
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    critical = ~np.isfinite(util) if not math.isfinite(worst) else util >= worst * (1 - CRITICAL)
+    if not critical.any():
         return ()
-    adjacent: dict[int, list[int]] = {p: [] for p in ids}
-    for j in joints:
-        if j.pieces not in critical:
-            adjacent[j.pieces[0]].append(j.pieces[1])
-            adjacent[j.pieces[1]].append(j.pieces[0])
-    seen = set(ground)
-    stack = list(ground)
-    while stack:
-        for q in adjacent[stack.pop()]:
-            if q not in seen:
-                seen.add(q)
-                stack.append(q)
-    return tuple(p for p in ids if p not in seen)
+    n = program.size  # piece rows, then one node for the ground
+    rows = program.pair_rows[~critical]
+    held = np.array([program.row_of[p] for p in ground], dtype=np.int64)
+    a = np.r_[rows[:, 0], held]
+    b = np.r_[rows[:, 1], np.full(len(held), n)]
+    _, label = connected_components(coo_matrix((np.ones(len(a)), (a, b)), shape=(n + 1, n + 1)), directed=False)
+    loose = np.flatnonzero(label[:n] != label[n])
+    return tuple(sorted(program.ids[k] for k in loose.tolist()))
 
 
 class ForceAnalyser:
-    """Force analysis of one growing assembly, reusing each component's solution while the component is unchanged
-    (the same pieces, the same of them on the ground): after a piece is added only its component is solved again,
-    and components off the ground are never solved (they fall whole)."""
+    """Force analysis of one growing assembly. Each grounded component's program stays alive between calls: a
+    component met again unchanged (the same pieces) reuses its solution; one that grew (its old pieces all still
+    there, as placed) appends the new pieces' rows and their joints' columns to its program and re-solves it from
+    the last basis; any other is built and solved cold. Components off the ground are never solved (they fall
+    whole). Joints between two pieces are made when the later one is placed, so the old pieces' joints are those
+    the program holds."""
 
     def __init__(self) -> None:
         self._cache: dict[frozenset, ComponentForces] = {}
-        self._weights: dict[int, tuple[Piece, fp.Weighed]] = {}
+        self._bodies: dict[int, _Body] = {}
+        self._weighed: dict[int, fb.Weighed] = {}
+        self._programs: dict[int, fp.Program] = {}
         self._ground = math.nan
+
+    def __getstate__(self) -> dict:
+        """Pickled (and copied) without the live programs (HiGHS models): the next analysis builds them cold."""
+        return {**self.__dict__, "_programs": {}}
 
     def analyse(self, assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceReport:
         """The :class:`ForceReport` of ``assembly`` now; components still unsolved after ``time_limit_s`` in all
         are reported unsolved (utilisation NaN, JSON null, listed in ``unsolved``): bounded work for any file."""
-        from brick_gym.core.stability import ground_y
-
         started = time.perf_counter()
         pieces = assembly.pieces
         if not pieces:
             return ForceReport((), (), 0.0)
-        ground = ground_y([(p.part.stem, p.pose) for p in pieces.values()])
-        if not abs(ground - self._ground) <= GROUND_SHIFT_LDU:  # the ground moved: every contact changes
-            self._ground, self._weights, self._cache = ground, {}, {}
-        weights = self._weights
-        missing = [p for pid, p in pieces.items() if weights.get(pid, (None,))[0] is not p]
-        for p, w in zip(missing, _weigh(missing, self._ground).values(), strict=True):
-            weights[p.id] = (p, w)
-        weighed = {pid: weights[pid][1] for pid in pieces}
-        by_piece: dict[int, list[Joint]] = {}
-        for j in assembly.joints:
-            by_piece.setdefault(j.a, []).append(j)
-        components, unsupported, cache = [], [], {}
+        bodies, weighed = self._bodies, self._weighed
+        moved = [piece for pid, piece in pieces.items() if (b := bodies.get(pid)) is None or b.piece is not piece]
+        for body in _bodies(moved):
+            bodies[body.piece.id] = body
+            weighed.pop(body.piece.id, None)
+        if len(bodies) > len(pieces):
+            for pid in [p for p in bodies if p not in pieces]:
+                del bodies[pid]
+                weighed.pop(pid, None)
+        ground = round(max(b.lowest for b in bodies.values()) / GROUND_GRID_LDU) * GROUND_GRID_LDU
+        if ground != self._ground:  # the ground moved: every contact changes
+            self._ground, self._cache, self._programs = ground, {}, {}
+            weighed.clear()
+        for pid in pieces:
+            if pid not in weighed:
+                weighed[pid] = _weigh(bodies[pid], self._ground)
+        components, unsupported, cache, programs = [], [], {}, {}
         for comp in assembly.components:
-            grounded = [p for p in comp if weighed[p].contacts is not None]
-            if not grounded:
+            if all(weighed[p].contacts is None for p in comp):
                 unsupported.extend(comp)
                 continue
-            key = frozenset((pid, id(pieces[pid]), pid in grounded) for pid in comp)
+            key = frozenset((pid, id(pieces[pid])) for pid in comp)
             found = self._cache.get(key)
+            program = self._programs.get(comp[0])
             if found is None:
                 left = time_limit_s - (time.perf_counter() - started)
-                mine = [j for p in comp for j in by_piece.get(p, ())]
-                found = _solve_component(comp, pieces, mine, weighed, left) if left > 0 else _unsolved(comp)
+                found, program = self._solve(assembly, comp, left) if left > 0 else (_unsolved(tuple(comp)), None)
+            if program is not None:
+                programs.update(dict.fromkeys(comp, program))
             cache[key] = found
             components.append(found)
-        self._cache = cache
-        self._weights = {pid: weights[pid] for pid in pieces}
+        self._cache, self._programs = cache, programs
         return ForceReport(tuple(components), tuple(sorted(unsupported)), time.perf_counter() - started)
+
+    def _solve(self, assembly: Assembly, comp: list[int], left: float):
+        """(forces, live program) of one grounded component that changed: grown warm if a program holds part of
+        it, else built cold."""
+        started = time.perf_counter()
+        pieces = assembly.pieces
+        program = self._grown(comp, pieces)
+        if program is not None:
+            new = [p for p in comp if p not in program.row_of]
+            program.grow(new, pieces, assembly.joints_of(new), self._weighed)
+            sol = program.solve(left)
+            if sol is not None:
+                return _component(program, sol, started), program
+            left -= time.perf_counter() - started  # out of time, or HiGHS failed from that basis: rebuild cold
+            if left <= 0:
+                return _unsolved(tuple(comp)), None
+        program = fp.Program(comp, pieces, assembly.joints_of(comp), self._weighed)
+        sol = program.solve(left)
+        if sol is None:
+            return _unsolved(tuple(comp)), None
+        return _component(program, sol, started), program
+
+    def _grown(self, comp: list[int], pieces: dict[int, Piece]) -> fp.Program | None:
+        """The largest live program all of whose pieces are still placed, as they were, in ``comp``."""
+        members = set(comp)
+        found = {id(p): p for p in (self._programs.get(pid) for pid in comp) if p is not None}
+        best = None
+        for program in found.values():
+            whole = all(pid in members and pieces[pid] is piece for pid, piece in program.pieces.items())
+            if whole and (best is None or program.size > best.size):
+                best = program
+        return best
 
 
 def analyse(assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceReport:
@@ -311,5 +410,5 @@ def analyse(assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceRepo
     return ForceAnalyser().analyse(assembly, time_limit_s)
 
 
-def _unsolved(ids: Sequence[int]) -> ComponentForces:
-    return ComponentForces(tuple(ids), True, math.nan, ())
+def _unsolved(ids: tuple[int, ...]) -> ComponentForces:
+    return ComponentForces(ids, True, math.nan)

@@ -118,6 +118,9 @@ class EpisodeConfig:
     render: bool = True
     views: int = 8
     view_size: int = 512
+    forces: bool = False
+    """Add the force analysis (``core.forces``) beside the verdict in ``verification.json`` and, when rendering,
+    its picture (``forces.png``, each piece in the colour of the joint that holds it) in the task folder."""
     protocol: str = "checked"
     """``checked`` (every placement checked before it lands) or ``brickbench`` (placed freely, checked on request
     and at the end, as BrickAgent does); named in every result."""
@@ -742,8 +745,11 @@ def _deliver(
     asm = builder.assembly
     report = None
     check_error = None
+    force_report = None
     try:
         report = check(asm)
+        if config.forces:
+            report, force_report = _with_forces(report, asm)
     except Exception as exc:
         check_error = f"{type(exc).__name__}: {exc}"
         _event(log, {"event": "check_error", "error": check_error})
@@ -762,8 +768,14 @@ def _deliver(
 
         try:
             pieces = [(p.part.stem, p.colour, p.pose) for p in asm]
-            save_views(pieces, out_dir / "views", RenderSettings(size=config.view_size, views=config.views))
+            settings = RenderSettings(size=config.view_size, views=config.views)
+            save_views(pieces, out_dir / "views", settings)
             files["views"] = str(out_dir / "views")
+            if force_report is not None:
+                from brick_gym.render.force_picture import save_force_picture
+
+                save_force_picture(asm, out_dir / "forces.png", force_report, config.view_size, settings)
+                files["forces"] = str(out_dir / "forces.png")
         except Exception as exc:
             render_error = f"{type(exc).__name__}: {exc}"
             _event(log, {"event": "render_error", "error": render_error})
@@ -811,6 +823,17 @@ def _deliver(
         context=stats["context"],
         protocol=config.protocol,
     )
+
+
+def _with_forces(report: Any, asm: Any) -> tuple[Any, Any]:
+    """``report`` with the force analysis beside its verdict, and the analysis (None when a part cannot be
+    weighed: the section then says so)."""
+    from dataclasses import replace
+
+    from brick_gym.core.force_text import force_analysis
+
+    analysis, section = force_analysis(asm)
+    return replace(report, forces=section), analysis
 
 
 def _rebuild_deliverable(

@@ -8,11 +8,15 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.forces import ForceReport, analyse
+
+if TYPE_CHECKING:
+    from brick_gym.render import RenderSettings
 
 __all__ = ["force_picture", "held_by", "save_force_picture", "utilisation_rgb"]
 
@@ -61,9 +65,14 @@ def held_by(report: ForceReport) -> dict[int, float]:
 
 
 def force_picture(
-    assembly: Assembly, report: ForceReport | None = None, size: int = 512, view: str | int = 0
+    assembly: Assembly,
+    report: ForceReport | None = None,
+    size: int = 512,
+    view: str | int = 0,
+    settings: RenderSettings | None = None,
 ) -> np.ndarray:
-    """(size + legend, size, 3) uint8 RGB: the model coloured by :func:`held_by`, a legend strip below."""
+    """(size + legend, size, 3) uint8 RGB: the model coloured by :func:`held_by`, a legend strip below; drawn
+    with ``settings`` (backend) at ``size``."""
     from brick_gym.render import render_view
 
     report = report if report is not None else analyse(assembly)
@@ -72,7 +81,7 @@ def force_picture(
     for piece in assembly.pieces.values():
         r, g, b = utilisation_rgb(held.get(piece.id, math.nan))
         pieces.append((piece.part.stem, 0x2000000 | (r << 16) | (g << 8) | b, piece.pose))
-    image = render_view(pieces, view, size)
+    image = render_view(pieces, view, size, settings)
     return np.concatenate([image, _legend(size, report)], axis=0)
 
 
@@ -101,11 +110,15 @@ def _legend(width: int, report: ForceReport) -> np.ndarray:
 
 
 def save_force_picture(
-    assembly: Assembly, path: str | os.PathLike[str], report: ForceReport | None = None, size: int = 512
+    assembly: Assembly,
+    path: str | os.PathLike[str],
+    report: ForceReport | None = None,
+    size: int = 512,
+    settings: RenderSettings | None = None,
 ) -> Path:
     """Write :func:`force_picture` as a PNG."""
     from PIL import Image
 
     out = Path(path)
-    Image.fromarray(force_picture(assembly, report, size)).save(out)
+    Image.fromarray(force_picture(assembly, report, size, settings=settings)).save(out)
     return out

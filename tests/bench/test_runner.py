@@ -432,3 +432,25 @@ def test_two_settings_in_one_out_keep_both_summaries(tmp_path):
     assert json.loads((folder / "summary.json").read_text()) == by_setting["model"]
     again = run(None, "model", spec, tmp_path / "out", limit=1, config=cfg, progress=False, name="agent")
     assert again.skipped == model.tasks and json.loads((folder / "summary.json").read_text())["setting"] == "model"
+
+
+def test_a_run_asking_for_forces_writes_the_analysis_and_its_picture(tmp_path):
+    config = _config(render=True, view_size=64, views=1, forces=True)
+    summary = run(None, "model", "heuristic", tmp_path, limit=1, config=config, progress=False)
+    folder = tmp_path / "heuristic" / summary.ran[0]
+    assert (folder / "forces.png").is_file() and "forces.png" in read_marker(folder)["files"]
+    verification = json.loads((folder / "verification.json").read_text())
+    forces = verification["report"]["forces"]
+    assert {"max_utilisation", "weakest", "holds"} <= set(forces) and verification["config"]["forces"] is True
+    plain = run(None, "model", "heuristic", tmp_path / "plain", limit=1, config=_config(render=False), progress=False)
+    folder = tmp_path / "plain" / "heuristic" / plain.ran[0]
+    assert not (folder / "forces.png").exists()
+    assert "forces" not in json.loads((folder / "verification.json").read_text())["report"]
+
+
+def test_the_run_command_asks_for_forces_with_a_flag():
+    from brick_gym.bench.cli import build_parser, episode_config
+
+    argv = ["run", "--setting", "model", "--agent", "heuristic", "--out", "o"]
+    assert episode_config(build_parser().parse_args([*argv, "--forces"]))[0].forces is True
+    assert episode_config(build_parser().parse_args(argv))[0].forces is False

@@ -105,3 +105,13 @@ def test_the_public_attach_figure_times_the_same_placements_both_ways() -> None:
         (p.part.stem, p.colour) for p in resolved.pieces.values()
     ]
     assert all(np.array_equal(public.pieces[k].pose, resolved.pieces[k].pose) for k in public.pieces)
+
+
+def test_force_figures_time_cold_and_warm_solves() -> None:
+    from brick_gym.bench.speed import force_figures
+
+    figures = force_figures(quick=True)
+    assert figures["large_pieces"] > 52
+    for key in ("cold_52_ms", "cold_large_ms", "after_one_more_piece_ms", "next_pieces_median_ms"):
+        wall, cpu = figures[key]
+        assert wall > 0 and cpu >= 0, key

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import part
-from brick_gym.core.examples import readme_wall, translation
+from brick_gym.core.examples import random_assembly, readme_wall, translation
 from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.rules import Inventory, Rules
 from brick_gym.core.validity import check, consistency_errors
@@ -359,3 +359,10 @@ def test_any_target_is_placed_or_refused_with_a_reason_never_raised(target: obje
     outcome = a.place(Placement("3001", "red", target=target))  # type: ignore[arg-type]
     refusals = {"bad_connector", "no_piece", "no_mate", "occupied", "collision"}  # None: a free placement at the origin
     assert outcome.ok or (outcome.reason in refusals and outcome.message)
+
+
+def test_joints_of_some_pieces_are_those_of_all_joints_with_an_end_among_them() -> None:
+    a = random_assembly(3, 20)
+    every = a.joints
+    for ids in ([0], [1, 2], sorted(a.pieces)[::3], []):
+        assert a.joints_of(ids) == [j for j in every if j.a in ids or j.b in ids]

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brick_gym.core import capacity as cap
+from brick_gym.core import force_program as fp
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.examples import random_assembly, running_bond_wall
 from brick_gym.core.forces import ForceAnalyser, analyse
@@ -196,3 +197,75 @@ def test_equilibrium_holds_on_every_solved_component(seed: int, steps: int) -> N
         finite = [j.utilisation for j in comp.joints if math.isfinite(j.utilisation)]
         if math.isfinite(comp.max_utilisation) and finite and comp.max_utilisation > 1e-4:
             assert max(finite) == pytest.approx(comp.max_utilisation, rel=1e-3)
+
+
+def same_utilisation(warm: float, cold: float) -> bool:
+    """Equal within 1e-6 relative where U is unique (1/λ*); under 1/MAX_LOAD_FACTOR both read the joints' own
+    (non-unique) readings, so both must only stay there."""
+    if math.isnan(cold) or math.isinf(cold):
+        return math.isnan(warm) if math.isnan(cold) else math.isinf(warm)
+    floor = 1.0 / fp.MAX_LOAD_FACTOR * (1 + 1e-6)
+    if cold > floor:
+        return warm == pytest.approx(cold, rel=1e-6)
+    return warm <= floor
+
+
+def assert_warm_equals_cold(warm, cold) -> None:
+    assert warm.unsupported == cold.unsupported
+    by_pieces = {c.pieces: c for c in cold.components}
+    assert {c.pieces for c in warm.components} == set(by_pieces)
+    for comp in warm.components:
+        other = by_pieces[comp.pieces]
+        assert same_utilisation(comp.max_utilisation, other.max_utilisation), (comp.max_utilisation, other)
+        assert comp.tips == other.tips
+        assert comp.residual < 1e-7 or math.isnan(comp.max_utilisation)
+        assert {j.pieces for j in comp.joints} == {j.pieces for j in other.joints}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), steps=st.integers(2, 20))
+def test_warm_growth_equals_a_cold_solve(seed: int, steps: int) -> None:
+    source = random_assembly(seed, steps)
+    a = Assembly()
+    analyser = ForceAnalyser()
+    for piece in source:  # the same pieces placed one by one, each step's analysis checked against a cold solve
+        assert a.add(piece.part.stem, piece.colour, piece.pose).ok
+        assert_warm_equals_cold(analyser.analyse(a), analyse(a))
+
+
+def test_warm_growth_through_a_cantilever_and_a_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plates cantilevered further out step by step (U rises from ≈ 0), then a plate bridging two components: each
+    step grows a live program (no cold rebuild) and reads as a cold solve does."""
+    grown: list[list[int]] = []
+    monkeypatch.setattr(
+        fp.Program,
+        "grow",
+        lambda self, ids, *rest: grown.append(list(ids)) or fp.Program._grow(self, ids, *rest, cold=False),
+    )
+    a = Assembly()
+    analyser = ForceAnalyser()
+    placed(a, "3034", 0.0, 0.0)
+    placed(a, "3034", 240.0, 0.0)  # a second component on the ground
+    analyser.analyse(a)
+    for k, x in enumerate((100.0, 120.0)):  # on the far stud of the first plate (x = 70), then one stud further out
+        placed(a, "3710", x, -8.0 * (k + 1), -10.0)
+        assert_warm_equals_cold(analyser.analyse(a), analyse(a))
+    assert analyser.analyse(a).max_utilisation > 0.01
+    placed(a, "3460", 120.0, -8.0, 10.0)  # two studs on each plate: one component
+    assert len(a.components) == 1
+    assert_warm_equals_cold(analyser.analyse(a), analyse(a))
+    assert grown == [[2], [3], [1, 4]]  # the larger component's program takes the other's pieces
+
+
+def test_an_analyser_pickles_and_copies_without_its_live_programs() -> None:
+    import copy
+    import pickle
+
+    a, _ = cantilever(4)
+    analyser = ForceAnalyser()
+    first = analyser.analyse(a)
+    for other in (pickle.loads(pickle.dumps(analyser)), copy.deepcopy(analyser)):
+        assert other.analyse(a).max_utilisation == first.max_utilisation  # its cached solution
+        b = copy.deepcopy(a)
+        placed(b, "3710", 120.0, -16.0, 10.0)  # one stud further out: that component is built again, cold
+        assert_warm_equals_cold(other.analyse(b), analyse(b))
