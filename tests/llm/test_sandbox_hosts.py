@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import SECRET, HostUser
 
 DRIVER = """
-import json, os, resource, sys
+import json, os, sys
 from brick_gym.core.builder import Builder
 from brick_gym.llm.program import run_program
 from brick_gym.llm.sandbox import SandboxLimits, sandbox_problem
@@ -33,7 +33,10 @@ model = Builder()
 model.add("3001", "red")
 print("started", flush=True, file=sys.stderr)
 result = run_program(model, os.environ["PROGRAM"], SandboxLimits(**json.loads(os.environ.get("LIMITS", "{}"))))
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss across fork and exec, so a driver started by a big pytest
+# process would report the parent's peak (2.2 GB in a full suite run)
+hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]
+peak = int(hwm.split()[1]) / 1024
 print(json.dumps({"ok": result.ok, "text": result.text, "pieces": len(model), "peak_mb": peak}))
 """
 
