@@ -163,6 +163,11 @@ class Assembly:
         piece = self.pieces[r.piece]
         return piece.world_frames[piece.part.connector(r.group, r.index).index]
 
+    def filled_cells(self, cells: Range) -> list[int]:
+        """Box pieces on the lattice filling any cell of the inclusive cell box ``cells`` (sorted ids): for a box
+        part on the lattice, the pieces its cells collide with (``occupancy``)."""
+        return self._cells.blocking(cells)
+
     def stock_left(self) -> dict[tuple[str, int], int | None]:
         """Remaining count per inventory entry (None = unlimited); empty without an inventory."""
         inv = self.rules.inventory
@@ -269,11 +274,16 @@ class Assembly:
         resolved = self._resolve_mate(part, placement)
         return None if isinstance(resolved, Outcome) else resolved[0]
 
-    def evaluate(self, placement: Placement, *, explain: bool = True) -> Outcome:
+    def evaluate(self, placement: Placement, *, explain: bool = True, rules: bool = True) -> Outcome:
         """Check a placement without committing it: the outcome ``place`` would give (joints not listed). With
         ``explain=False`` a collision's message is not written (verdict and pieces only: for callers that only ask
-        whether, such as candidate lists, where wording the overlap costs a third of a refused check)."""
-        return self.place(placement, dry_run=True, explain=explain)
+        whether, such as candidate lists, where wording the overlap costs a third of a refused check). With
+        ``rules=False`` the setting's part limit and the inventory are not checked: the verdict is about geometry
+        only (collisions and engagement), what callers that remember verdicts across stock changes need."""
+        resolved = self._resolved(placement)
+        if isinstance(resolved, Outcome):
+            return resolved
+        return self._commit_checked(*resolved, dry_run=True, explain=explain, rules=rules)
 
     def place(self, placement: Placement, *, dry_run: bool = False, explain: bool = True) -> Outcome:
         """Check a placement against the assembly and commit it (unless ``dry_run``), or refuse it with a reason
@@ -417,6 +427,7 @@ class Assembly:
         dry_run: bool = False,
         joined: bool = True,
         explain: bool = True,
+        rules: bool = True,
     ) -> Outcome:
         x, y, z = pose[0, 3], pose[1, 3], pose[2, 3]
         if max(abs(x), abs(y), abs(z)) > MAX_COORDINATE_LDU:
@@ -428,7 +439,7 @@ class Assembly:
         new_id = self._next_id
         candidate = Piece(new_id, part, code, _frozen(pose))
         if self.strict:
-            refusal = self._check_rules(part, code)
+            refusal = self._check_rules(part, code) if rules else None
             if refusal is None:
                 refusal = self._check_collision(candidate, explain)
             if refusal is not None:

@@ -274,9 +274,16 @@ class FactoredCodec:
 
 class LegalityMemo:
     """Remembers whether (target connector, part, source, yaw) placements are geometrically legal, and forgets
-    exactly the entries a change could affect: those whose part would overlap the bounds of a piece added or
-    removed since, and those on a removed piece. Stock and part limits are checked separately (they are
-    cheap), so a remembered verdict is only about collisions and engagement."""
+    exactly the entries a change could affect. The verdicts are about geometry only (collisions and engagement:
+    the dry run skips stock and part limits, which callers check separately since they are cheap), so a verdict
+    holds for every colour of the part and across stock changes.
+
+    A piece added can only make placements near it illegal: it forgets the legal verdicts (and the refusals that
+    are not collisions) whose part would overlap its bounds, while a collision stays a collision (*lasting*
+    refusals). A piece removed forgets every verdict whose part would overlap its bounds and every one on it."""
+
+    LASTING = ("collision",)
+    """Refusals a new piece cannot undo: an overlap stays."""
 
     def __init__(self) -> None:
         self._owner: Assembly | None = None
@@ -284,6 +291,7 @@ class LegalityMemo:
         self._known: dict[int, object] = {}
         self._verdicts: dict[tuple, bool] = {}
         self._poses: dict[tuple, np.ndarray | None] = {}
+        self._lasting: set[tuple] = set()
         self._boxes = BoxGrid()
         self._by_piece: dict[int, set[tuple]] = {}
 
@@ -306,14 +314,20 @@ class LegalityMemo:
             key = self.key(placement)
         hit = self._verdicts.get(key)
         if hit is None:
-            hit = assembly.evaluate(placement, explain=False).ok
-            pose = assembly.pose_for(placement)
-            self._verdicts[key] = hit
-            self._poses[key] = pose
-            self._by_piece.setdefault(key[0], set()).add(key)
-            if pose is not None:
-                self._boxes.add(key, *world_aabb(get_part(placement.part).stem, pose))
+            outcome = assembly.evaluate(placement, explain=False, rules=False)
+            hit = outcome.ok
+            self._remember(key, hit, placement.part, assembly.pose_for(placement), outcome.reason in self.LASTING)
         return hit
+
+    def prove(self, assembly: Assembly, key: tuple, part: str, pose: np.ndarray) -> None:
+        """Remember a placement the caller proved legal without a dry run, with the pose it gives its part."""
+        self._sync(assembly)
+        if key not in self._verdicts:
+            self._remember(key, True, part, pose, False)
+
+    def lasting(self, key: tuple) -> bool:
+        """Whether ``key`` is remembered as a refusal no new piece can undo (a collision)."""
+        return key in self._lasting
 
     def known(self, assembly: Assembly) -> dict[tuple, bool]:
         """The remembered verdicts by :meth:`key`, valid for ``assembly`` as it is now (read them, do not write)."""
@@ -332,6 +346,15 @@ class LegalityMemo:
         self.legal(assembly, placement, key)
         return self._poses[key]
 
+    def _remember(self, key: tuple, verdict: bool, part: object, pose: np.ndarray | None, lasting: bool) -> None:
+        self._verdicts[key] = verdict
+        self._poses[key] = pose
+        self._by_piece.setdefault(key[0], set()).add(key)
+        if lasting and not verdict:
+            self._lasting.add(key)
+        if pose is not None:
+            self._boxes.add(key, *world_aabb(get_part(part).stem, pose))
+
     def _sync(self, assembly: Assembly) -> None:
         if assembly is not self._owner:
             self.__init__()  # type: ignore[misc]
@@ -340,18 +363,23 @@ class LegalityMemo:
             return
         self._revision = assembly.revision
         pieces = assembly.pieces
-        changed = [(k, v) for k, v in self._known.items() if pieces.get(k) is not v]
-        changed += [(k, v) for k, v in pieces.items() if self._known.get(k) is not v]
-        for pid, piece in changed:
+        removed = [(k, v) for k, v in self._known.items() if pieces.get(k) is not v]
+        added = [(k, v) for k, v in pieces.items() if self._known.get(k) is not v]
+        for pid, piece in removed:
             for key in self._boxes.query(*world_aabb(piece.part.stem, piece.pose)):  # type: ignore[attr-defined]
                 self._forget(key)
-            if pid not in pieces or pieces[pid] is not piece:
-                for key in list(self._by_piece.get(pid, ())):
+            for key in list(self._by_piece.get(pid, ())):
+                self._forget(key)
+        lasting = self._lasting
+        for _, piece in added:
+            for key in self._boxes.query(*world_aabb(piece.part.stem, piece.pose)):  # type: ignore[attr-defined]
+                if key not in lasting:
                     self._forget(key)
         self._known = dict(pieces)
 
     def _forget(self, key: tuple) -> None:
         self._poses.pop(key, None)
+        self._lasting.discard(key)
         if self._verdicts.pop(key, None) is not None:
             if key in self._boxes:
                 self._boxes.remove(key)

@@ -13,9 +13,11 @@ of the palette at a listed connector is reachable), exact (a masked policy never
 the (source, yaw) pairs in their fixed order). It is the benchmark track's encoding; the target-ranked candidate
 list (:class:`~brick_gym.envs.codecs.CandidateCodec` with ``rank_by_target``) is the *assisted* track.
 
-Masks are worked out lazily: a slot's *where* verdict tries its part's combinations only until one is legal
-(smallest parts first: on a free stud the first try almost always is), through the shared
-:class:`~brick_gym.envs.codecs.LegalityMemo`, so a step costs about one memo lookup per listed connector.
+Masks are worked out lazily and kept between steps (:class:`~brick_gym.envs.openings.Openings`): a connector's
+*where* verdict tries parts smallest first until one has a legal placement (on a free stud the first try almost
+always is) and keeps it while it holds; a closed connector stays closed while pieces are only added; a part's
+placements are refuted in bulk where the occupancy grid or the pieces hit so far decide them. So a step costs about
+one lookup per listed connector, plus the connectors near the new piece.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import Connector
 from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.envs.codecs import Decoded, LegalityMemo, View, in_stock, palette_key, shown
+from brick_gym.envs.openings import Openings
 from brick_gym.envs.palette import YAWS, PaletteSlot, mating_combos
 
 if TYPE_CHECKING:
@@ -66,6 +69,7 @@ class StagedCodec:
         self.max_sources = max(len(s.sources) for s in self.palette)
         self.width = max(max_targets, len(self.palette), self.max_sources * len(YAWS))
         self.memo = LegalityMemo()
+        self.openings = Openings(self.palette, self.memo)
         stems: dict[str, list[int]] = {}
         for i, s in enumerate(self.palette):
             stems.setdefault(s.stem, []).append(i)
@@ -73,7 +77,6 @@ class StagedCodec:
         self._stems = sorted(stems, key=lambda s: (volume[s], s))
         """Distinct parts, smallest first (the order *where* verdicts are searched in; it orders no action)."""
         self._slots_of = {stem: tuple(idx) for stem, idx in stems.items()}
-        self._first_slot = {stem: idx[0] for stem, idx in stems.items()}
 
     def space(self) -> spaces.Discrete:
         """The action space."""
@@ -114,8 +117,8 @@ class StagedCodec:
         stems = [s for s in self._stems if any(stock[i] for i in self._slots_of[s])]
         mask = np.zeros(self.mask_size, dtype=np.int8)
         mask[-1] = 1
-        for k, target in enumerate(targets[: self.max_targets]):
-            mask[k] = any(self._any_legal(assembly, target, stem) for stem in stems)
+        listed = targets[: self.max_targets]
+        mask[: len(listed)] = self.openings.where(assembly, listed, stems)
         return View(targets=targets, mask=mask, can_place=bool(mask[:-1].any()), stage=0)
 
     def _chosen(self, assembly: Assembly, targets: list[ConnectorRef], stock: list[bool], choice: Choice) -> View:
@@ -126,7 +129,9 @@ class StagedCodec:
             return View(targets=targets, mask=mask, can_place=True, stage=choice.stage, choice=choice)
         if choice.slot is None:
             for stem in self._stems:
-                if any(stock[i] for i in self._slots_of[stem]) and self._any_legal(assembly, choice.target, stem):
+                if any(stock[i] for i in self._slots_of[stem]) and self.openings.part_open(
+                    assembly, choice.target, stem
+                ):
                     for i in self._slots_of[stem]:
                         mask[i] = stock[i]
         elif stock[choice.slot]:
@@ -213,11 +218,6 @@ class StagedCodec:
         if known is not None:
             return known
         return self.memo.legal(assembly, Placement(p.stem, p.colour, target, p.sources[source], yaw), key)
-
-    def _any_legal(self, assembly: Assembly, target: ConnectorRef, stem: str) -> bool:
-        """Whether some (source, yaw) of part ``stem`` is legal at ``target`` (stops at the first)."""
-        slot = self._first_slot[stem]
-        return any(self._legal(assembly, target, slot, s, yaw) for s, yaw in self._combos(slot, assembly, target))
 
 
 def _connector(assembly: Assembly, ref: ConnectorRef) -> Connector:

@@ -7,6 +7,9 @@
   submission may: a one-step lookahead over the placements that fill the unbuilt target best (the assisted
   ranking's first ``width``), each tried, its shape + colour IoU in the build's frame measured and undone; it
   places the best one while that improves, else stops. An upper reference, not a competitor.
+- ``heuristic``: the project's built-in greedy fidelity builder (:class:`~brick_gym.rl.baselines.GreedyFidelityAgent`),
+  where it applies: it tries every listed candidate and keeps the one that raises shape fidelity most, so it needs
+  the candidate list (the assisted level) and reads the true target (privileged).
 """
 
 from __future__ import annotations
@@ -98,8 +101,37 @@ class GreedyOracle:
         return best if best_score > now + 1e-12 else None
 
 
-BASELINES = {"random": RandomMasked, "first-legal": FirstLegal, "greedy-oracle": GreedyOracle}
+class Heuristic:
+    """The built-in greedy fidelity builder as a suite policy (candidate-list levels only; privileged)."""
+
+    name = "heuristic"
+
+    def __init__(self) -> None:
+        from brick_gym.rl.baselines import GreedyFidelityAgent
+
+        self.agent = GreedyFidelityAgent()
+        self.env: Any = None
+
+    @staticmethod
+    def applies(encoding: str) -> bool:
+        """Whether the heuristic can play a level of this encoding (it walks the listed candidates)."""
+        return encoding == "candidates"
+
+    def begin(self, env: Any) -> None:
+        """Hold the episode's env (privileged: the heuristic reads its true target)."""
+        self.env = env
+
+    def __call__(self, observation: Any, info: dict) -> int:
+        return int(self.agent.act(self.env))
+
+
+BASELINES = {"random": RandomMasked, "first-legal": FirstLegal, "greedy-oracle": GreedyOracle, "heuristic": Heuristic}
 """Name → factory (``random`` takes a seed)."""
+
+
+def applies(name: str, encoding: str) -> bool:
+    """Whether baseline ``name`` can play a level with this action encoding."""
+    return Heuristic.applies(encoding) if name == "heuristic" else True
 
 
 def baseline(name: str, seed: int = 0) -> Any:
@@ -109,4 +141,4 @@ def baseline(name: str, seed: int = 0) -> Any:
     return RandomMasked(seed) if name == "random" else BASELINES[name]()
 
 
-__all__ = ["BASELINES", "FirstLegal", "GreedyOracle", "RandomMasked", "baseline"]
+__all__ = ["BASELINES", "FirstLegal", "GreedyOracle", "Heuristic", "RandomMasked", "applies", "baseline"]

@@ -68,7 +68,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     try:
         if args.rescore:
-            summary = rescore(args.out)
+            summary = rescore(args.out, args.note or ())
         else:
             summary = run_baselines(
                 args.baselines, args.levels, tuple(args.seeds), args.out, log=lambda line: print(line, flush=True)
@@ -91,7 +91,9 @@ def add_suite_commands(sub: Any) -> None:
 
     p = cmds.add_parser("eval", help="evaluate a policy on a level's test seeds and write its result file")
     p.add_argument("level")
-    p.add_argument("--policy", default="random", help="a shipped baseline: random, first-legal, greedy-oracle")
+    p.add_argument(
+        "--policy", default="random", help="a shipped baseline: random, first-legal, greedy-oracle, heuristic"
+    )
     p.add_argument("--model", help="a saved sb3-contrib MaskablePPO model (.zip) instead of a baseline")
     p.add_argument("--name", help="the policy's name in the result file")
     p.add_argument("--episodes", type=_count, help="test episodes (default: the level's)")
@@ -104,9 +106,15 @@ def add_suite_commands(sub: Any) -> None:
     p = cmds.add_parser("report", help="run the baselines on the levels and write the summary")
     p.add_argument("--out", default="docs/results/suite")
     p.add_argument("--levels", nargs="+", help="level ids (default: every level)")
-    p.add_argument("--baselines", nargs="+", default=["random", "first-legal", "greedy-oracle"])
+    p.add_argument(
+        "--baselines",
+        nargs="+",
+        default=["random", "first-legal", "greedy-oracle", "heuristic"],
+        help="(each on the levels it applies to)",
+    )
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--rescore", action="store_true", help="rebuild the summary from the result files in --out")
+    p.add_argument("--note", action="append", help="a line under the summary's table (with --rescore; repeatable)")
     p.set_defaults(func=cmd_report)
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from brick_gym.suite.baselines import baseline
+from brick_gym.suite.baselines import applies, baseline
 from brick_gym.suite.levels import SUITE_VERSION, level, levels
-from brick_gym.suite.protocol import evaluate
+from brick_gym.suite.protocol import evaluate, raw_score
 
 SEEDED = ("random",)
 """Baselines whose runs differ by seed."""
@@ -37,6 +37,8 @@ def run_baselines(
     for lid in level_ids:
         entry: dict[str, Any] = {"track": level(lid).track, "baselines": {}}
         for name in names:
+            if not applies(name, level(lid).env["encoding"]):
+                continue
             runs = []
             for seed in seeds if name in SEEDED else seeds[:1]:
                 result = evaluate(baseline(name, seed), lid, policy_name=name)
@@ -63,9 +65,9 @@ def run_baselines(
 
 
 def rescore(out: str | Path, notes: Sequence[str] = ()) -> dict[str, Any]:
-    """The summary rebuilt from the result files under ``out/results`` (each level's mean raw score normalised
-    again with its level file's normalisers, as after fixing ``low``), with ``notes`` under the table, written
-    back to ``out``."""
+    """The summary rebuilt from the result files under ``out/results``, each episode's raw score worked out
+    again under its level file's metric and gate and each level's mean normalised again with its normalisers (as
+    after calibrating ``low``), with ``notes`` under the table, written back to ``out``."""
     summary: dict[str, Any] = {"suite": SUITE_VERSION, "levels": {}, "headline": {}}
     if notes:
         summary["notes"] = list(notes)
@@ -74,8 +76,16 @@ def rescore(out: str | Path, notes: Sequence[str] = ()) -> dict[str, Any]:
         lv = level(lid)
         for path in sorted((Path(out) / "results" / lid).glob("*.json")):
             result = json.loads(path.read_text(encoding="utf-8"))
+            for e in result["episodes"]:
+                e["raw"] = round(raw_score(lv, e["fidelity"], e["fidelity_colour"], e["valid"]), 6)
+            result["raw_mean"] = round(float(np.mean([e["raw"] for e in result["episodes"]])), 6)
             result["score"] = round(lv.score.normalise(result["raw_mean"]), 6)
-            result["normalisers"] = {**result["normalisers"], "low": lv.score.low, "high": lv.score.high}
+            result["normalisers"] = {
+                "metric": lv.score.metric,
+                "gate": lv.score.gate,
+                "low": lv.score.low,
+                "high": lv.score.high,
+            }
             path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
             runs.setdefault(result["policy"], []).append(result)
         if not runs:
@@ -158,7 +168,8 @@ def plot(summary: dict[str, Any], path: str | Path) -> None:
     for j, n in enumerate(names):
         xs = np.arange(len(ids)) + (j - (len(names) - 1) / 2) * width
         vals = [summary["levels"][i]["baselines"].get(n, {}).get("score", np.nan) for i in ids]
-        ax.bar(xs, vals, width, label=n + (" (privileged)" if n == "greedy-oracle" else ""))
+        privileged = any(e["baselines"].get(n, {}).get("privileged") for e in summary["levels"].values())
+        ax.bar(xs, vals, width, label=n + (" (privileged)" if privileged else ""))
         for x, i in zip(xs, ids, strict=True):
             seeds = summary["levels"][i]["baselines"].get(n, {}).get("per_seed", [])
             ax.plot([x] * len(seeds), seeds, "k.", markersize=3)

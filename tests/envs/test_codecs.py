@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -127,3 +128,36 @@ def test_the_connector_order_list_equals_a_fresh_codecs_across_episodes(random_s
         assert base.view.candidates == fresh.candidates(base.assembly, base.view.targets)
         states += 1
     assert states == 36
+
+
+def test_the_memo_keeps_collisions_while_pieces_are_added_and_forgets_them_on_removal() -> None:
+    """A collision refusal lasts while pieces are only added (a new piece cannot undo an overlap); a removal near
+    it forgets it. Verdicts are geometry only: stock does not refuse them."""
+    from brick_gym.core.assembly import Assembly
+    from brick_gym.core.collision import world_aabb
+    from brick_gym.core.pieces import ConnectorRef, Placement
+    from brick_gym.core.rules import Inventory, Rules, setting
+    from brick_gym.envs.codecs import LegalityMemo
+
+    stock = {"3022": {"15": 1}, "3001": {"4": 1}, "3005": {"4": 2}}
+    asm = Assembly(Rules(setting("alt-build"), Inventory.from_mapping(stock)))
+    asm.add("3022", 15)
+    assert asm.place(Placement("3001", 4, ConnectorRef(0, "stud", 0), ("hole", 0), 0.0)).ok
+    assert asm.place(Placement("3005", 4, ConnectorRef(1, "stud", 0), ("hole", 0), 0.0)).ok
+    memo = LegalityMemo()
+    beside = Placement("3001", 4, ConnectorRef(1, "stud", 1), ("hole", 0), 90.0)  # over the 1x1 brick
+    assert not memo.legal(asm, beside) and memo.lasting(LegalityMemo.key(beside))
+    assert memo.legal(asm, Placement("3001", 4, ConnectorRef(1, "stud", 2), ("hole", 0), 0.0))  # none in stock
+    calls: list[int] = []
+    evaluate = asm.evaluate
+    asm.evaluate = lambda *a, **k: calls.append(1) or evaluate(*a, **k)  # type: ignore[method-assign]
+    new = asm.place(Placement("3005", 4, ConnectorRef(1, "stud", 3), ("hole", 0), 0.0))
+    (lo, hi), (a, b) = (
+        world_aabb("3001", memo.poses(asm)[LegalityMemo.key(beside)]),
+        world_aabb("3005", asm.pieces[3].pose),
+    )
+    assert new.ok and np.all(lo < b) and np.all(a < hi)  # the new brick is within the refused brick's bounds
+    assert not memo.legal(asm, beside) and not calls  # kept: no dry run
+    asm.remove(3)
+    asm.remove(2)
+    assert memo.legal(asm, beside) and calls == [1]  # the bricks in its way are gone: asked again

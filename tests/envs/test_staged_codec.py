@@ -8,9 +8,11 @@ import pickle
 import numpy as np
 import pytest
 
-from brick_gym.core.pieces import Placement
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.pieces import ConnectorRef, Placement
+from brick_gym.core.rules import Inventory, Rules, setting
 from brick_gym.envs.codecs import in_stock
-from brick_gym.envs.palette import YAWS
+from brick_gym.envs.palette import YAWS, make_palette, target_slots
 from brick_gym.envs.registry import make_fidelity_env
 from brick_gym.envs.staged_codec import Choice, StagedCodec
 
@@ -19,12 +21,11 @@ def _env(**kw):
     return make_fidelity_env(encoding="staged", max_steps=300, **kw)
 
 
-def _legal_placements(env) -> set[tuple]:
+def _legal_placements(codec, asm, targets) -> set[tuple]:
     """Brute force: every (target, palette slot, source, yaw) the assembly accepts, over the listed targets."""
-    asm, codec = env.assembly, env.codec
     stock = in_stock(asm, codec.palette)
     out = set()
-    for target in env.view.targets:
+    for target in targets:
         for p, slot in enumerate(codec.palette):
             if not stock[p]:
                 continue
@@ -34,9 +35,8 @@ def _legal_placements(env) -> set[tuple]:
     return out
 
 
-def _reachable(env) -> set[tuple]:
+def _reachable(codec, asm, targets) -> set[tuple]:
     """Every placement the staged masks allow, walked sub-step by sub-step through the codec."""
-    codec, asm, targets = env.codec, env.assembly, env.view.targets
     out = set()
     where = codec.view(asm, targets)
     for k in np.flatnonzero(where.mask[:-1]):
@@ -57,9 +57,32 @@ def test_masks_are_exact_and_complete(seed: int) -> None:
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     for _ in range(3):  # the start, and after two random placements
-        assert _reachable(env) == _legal_placements(env)
+        targets = env.view.targets
+        assert _reachable(env.codec, env.assembly, targets) == _legal_placements(env.codec, env.assembly, targets)
         for _ in range(3):
             env.step(env.codec.sample(rng, env.action_masks()))
+
+
+def test_masks_are_exact_on_a_big_palette() -> None:
+    """Set 10698's 104 parts, each with every bottom hole as a source (the inventory level's palette, one colour
+    each) on a small plate: the masks equal the brute force at the start and after random placements of any part,
+    box or not (what the grid decides in bulk and what it leaves to dry runs)."""
+    from brick_gym.suite.tasks import inventory_palette
+
+    palette = tuple({s.stem: s for s in reversed(inventory_palette())}.values())
+    asm = Assembly()
+    asm.add("3022", 15)  # centred: on the lattice
+    codec = StagedCodec(palette, max_targets=64)
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        targets = target_slots(asm, palette, 64)
+        assert _reachable(codec, asm, targets) == _legal_placements(codec, asm, targets)
+        choice = None
+        for _ in range(3):  # one placement, as random masked play makes it (any part, any source, any yaw)
+            view = codec.view(asm, targets, choice=choice)
+            decoded = codec.decode(codec.sample(rng, view.mask), view)
+            choice = decoded.choice
+        assert decoded.placement is not None and asm.place(decoded.placement).ok
 
 
 def test_random_masked_play_is_never_illegal() -> None:
@@ -154,3 +177,21 @@ def test_target_colours_and_a_tall_target_box_are_observed() -> None:
     assert {round(float(v), 6) for v in obs["target_colour"][obs["target_colour"] > 0]} <= codes
     obs2, *_ = env.step(env.codec.stop_action)
     assert obs2["target_colour"] is not obs["target_colour"]
+
+
+def test_a_part_out_of_stock_in_one_colour_stays_open_in_another() -> None:
+    """Verdicts are remembered per part, not per colour: a dry run that stock would refuse must not close the
+    part for its other colours (round 1x1 bricks, decided by dry run: the red one is used up, the white ones are
+    still offered)."""
+    palette = make_palette([("3062b", 4), ("3062b", 15)])
+    inventory = Inventory.from_mapping({"3062b": {"4": 1, "15": 5}, "3001": {"15": 1}})
+    asm = Assembly(Rules(setting("alt-build"), inventory))
+    asm.add("3001", 15)
+    codec = StagedCodec(palette, max_targets=16)
+    assert asm.place(Placement("3062b", 4, ConnectorRef(0, "stud", 0), palette[0].sources[0], 0.0)).ok
+    targets = target_slots(asm, palette, 16)
+    where = codec.view(asm, targets)
+    assert where.mask[:-1].sum() > 1
+    k = int(np.flatnonzero(where.mask[:-1])[0])
+    what = codec.view(asm, targets, choice=Choice(targets[k]))
+    assert what.mask[0] == 0 and what.mask[1] == 1

@@ -50,3 +50,27 @@ def test_cli_lists_and_evaluates(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert result["policy"] == "first-legal" and result["suite"] == "v1" and len(result["episodes"]) == 1
     assert main(["suite", "eval", "nope", "--episodes", "1"]) == 2
     assert main(["suite", "eval", "fidelity-small", "--policy", "nope"]) == 2
+
+
+def test_rescore_works_each_episode_out_again_under_the_level_file(tmp_path: Path) -> None:
+    run_baselines(["first-legal"], ["fidelity-small"], out=tmp_path)
+    path = tmp_path / "results" / "fidelity-small" / "first-legal-seed0.json"
+    result = json.loads(path.read_text())
+    honest = result["raw_mean"]
+    result["raw_mean"], result["episodes"][0]["raw"] = 0.99, 0.99  # a stale or edited file
+    path.write_text(json.dumps(result))
+    assert rescore(tmp_path)["levels"]["fidelity-small"]["baselines"]["first-legal"]["raw_mean"] == pytest.approx(
+        honest, abs=1e-4
+    )
+
+
+def test_the_heuristic_plays_only_candidate_levels_and_is_privileged(tmp_path: Path) -> None:
+    from brick_gym.suite.baselines import applies
+
+    assert applies("heuristic", "candidates") and not applies("heuristic", "staged") and applies("random", "staged")
+    from brick_gym.suite import evaluate
+    from brick_gym.suite.baselines import Heuristic
+
+    assert run_baselines(["heuristic"], ["fidelity-small"], out=tmp_path)["levels"]["fidelity-small"]["baselines"] == {}
+    result = evaluate(Heuristic(), "fidelity-small-assisted", episodes=2)
+    assert result["privileged"] and result["raw_mean"] > 0.5
