@@ -125,7 +125,8 @@ def markdown(summary: dict[str, Any]) -> str:
         "",
         "Normalised level scores (0 = the random masked builder's mean raw score on the test split, 1 = the target "
         "built exactly and valid); mean over seeds, each seed in brackets. `greedy-oracle` is privileged: it reads "
-        "the true target (an oracle-ish upper reference, not a competitor). Assisted levels are not in the headline.",
+        "the true target (an oracle-ish upper reference, not a competitor), as does `heuristic` (the built-in greedy "
+        "builder, on the candidate-list level only). Assisted levels are not in the headline.",
         "",
         "| level | track | " + " | ".join(names) + " |",
         "|---|---|" + "---|" * len(names),
@@ -139,7 +140,9 @@ def markdown(summary: dict[str, Any]) -> str:
         lines.append(f"| {lid} | {track.upper() if track == 'assisted' else track} | " + " | ".join(cells) + " |")
     head = summary["headline"]
     lines.append(
-        "| **headline** (benchmark levels) | | " + " | ".join(f"**{head.get(n, 0):.3f}**" for n in names) + " |"
+        "| **headline** (benchmark levels) | | "
+        + " | ".join("—" if n not in head else f"**{head[n]:.3f}**" for n in names)
+        + " |"
     )
     lines += ["", *(f"- {note}" for note in summary.get("notes", ()))]
     return "\n".join(lines) + "\n"
@@ -181,10 +184,10 @@ def plot(summary: dict[str, Any], path: str | Path) -> None:
         ha="right",
         fontsize=8,
     )
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(0, 1.25)
     ax.set_ylabel("normalised level score")
     ax.set_title(f"BrickGym suite {summary['suite']}: baselines per level")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", ncol=max(1, len(names)))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
