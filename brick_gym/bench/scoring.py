@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from brick_gym.extras import require
-from brick_gym.io.files import JSONInputError, atomic_write_jsonl, atomic_write_text, read_json
+from brick_gym.io.files import JSONInputError, atomic_write_jsonl, atomic_write_text, finite_json, read_json
 from brick_gym.io.paths import safe_join
 from brick_gym.judges.requests import JUDGE_IMAGE_SIZE
 
@@ -651,24 +651,13 @@ def score(
     atomic_write_jsonl(out_dir / "vqa.jsonl", vqa_records)
     atomic_write_jsonl(out_dir / "align.jsonl", align)
     atomic_write_jsonl(out_dir / "design.jsonl", design)
-    atomic_write_text(out_dir / "scores.json", json.dumps(_finite(result.to_json()), indent=2) + "\n")
+    atomic_write_text(out_dir / "scores.json", json.dumps(finite_json(result.to_json()), indent=2) + "\n")
     atomic_write_text(out_dir / "leaderboard.md", format_markdown(result))
     try:
         _plot(result, out_dir / "leaderboard.png")
     except ImportError as exc:  # pragma: no cover - matplotlib is an optional extra
         result.notes.append(f"leaderboard.png not written: {exc}")
     return result
-
-
-def _finite(value: Any) -> Any:
-    """JSON-safe copy: NaN/inf become None."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _elo_cell(row: Mapping[str, float] | None, prefix: str, interval: bool) -> str:

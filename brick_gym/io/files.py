@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import stat
@@ -244,6 +245,18 @@ def json_default(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     return str(obj)
+
+
+def finite_json(value: Any) -> Any:
+    """A copy of parsed-JSON-like ``value`` with every non-finite float (NaN, ±inf) replaced by None, at any depth:
+    strict JSON has no Infinity, and other tools refuse files that carry it."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
 
 
 def atomic_write_json(path: str | os.PathLike[str], data: Any) -> Path:

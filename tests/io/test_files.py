@@ -126,3 +126,14 @@ def test_atomic_write_never_writes_through_a_planted_symlink(tmp_path) -> None:
     atomic_write_text(target, "new")
     assert victim.read_text() == "keep me"
     assert not target.is_symlink() and target.read_text() == "new"
+
+
+def test_finite_json_drops_every_non_finite_float_at_any_depth() -> None:
+    import json
+    import math
+
+    from brick_gym.io.files import finite_json
+
+    value = {"a": math.inf, "b": [1.0, -math.inf, {"c": math.nan, "d": (2, "x")}], "e": 3}
+    assert finite_json(value) == {"a": None, "b": [1.0, None, {"c": None, "d": [2, "x"]}], "e": 3}
+    json.loads(json.dumps(finite_json(value)), parse_constant=lambda name: pytest.fail(f"{name} in the output"))

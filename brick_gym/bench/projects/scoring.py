@@ -26,6 +26,7 @@ from typing import Any
 
 from brick_gym.bench.projects.suite import Project
 from brick_gym.core.assembly import Assembly
+from brick_gym.io.files import finite_json
 
 __all__ = [
     "ModelUnusable",
@@ -63,7 +64,7 @@ class ProjectScore:
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``projects score --json`` prints): strict JSON, a number that is not finite (from
         a transcript's ``1e400``, say) is null."""
-        return _finite(asdict(self))
+        return finite_json(asdict(self))
 
     def summary(self) -> str:
         """A few lines for people."""
@@ -89,17 +90,6 @@ class ProjectScore:
         if self.vqa:
             lines.append(f"  VQA: gated {self.vqa['gated']:.3f}, flat {self.vqa['flat']:.3f}")
         return "\n".join(lines)
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every float that is not finite replaced by None, at any depth."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
 
 
 def effort_of(transcript: str | os.PathLike[str]) -> dict[str, Any]:
