@@ -23,6 +23,17 @@ SEEDED = ("random",)
 """Baselines whose runs differ by seed."""
 
 
+def _baseline_entry(per_seed: list[float], results: list[dict]) -> dict:
+    """One baseline's summary on a level: mean normalised score over its seeds, each seed's, mean raw score, and
+    whether it reads the true target."""
+    return {
+        "score": round(float(np.mean(per_seed)), 4),
+        "per_seed": per_seed,
+        "raw_mean": round(float(np.mean([r["raw_mean"] for r in results])), 4),
+        "privileged": results[0]["privileged"],
+    }
+
+
 def run_baselines(
     names: Sequence[str],
     level_ids: Sequence[str] | None = None,
@@ -51,12 +62,7 @@ def run_baselines(
                 if log is not None:
                     log(f"{lid} {name} seed {seed}: score {result['score']:.3f} (raw {result['raw_mean']:.3f})")
             per_seed = [r["score"] for r in runs]
-            entry["baselines"][name] = {
-                "score": round(float(np.mean(per_seed)), 4),
-                "per_seed": per_seed,
-                "raw_mean": round(float(np.mean([r["raw_mean"] for r in runs])), 4),
-                "privileged": runs[0]["privileged"],
-            }
+            entry["baselines"][name] = _baseline_entry(per_seed, runs)
         summary["levels"][lid] = entry
     summary["headline"] = headline(summary)
     if out is not None:
@@ -94,12 +100,7 @@ def rescore(out: str | Path, notes: Sequence[str] = ()) -> dict[str, Any]:
         for name, results in runs.items():
             results.sort(key=lambda r: r.get("baseline_seed", 0))
             per_seed = [round(lv.score.normalise(r["raw_mean"]), 6) for r in results]
-            entry["baselines"][name] = {
-                "score": round(float(np.mean(per_seed)), 4),
-                "per_seed": per_seed,
-                "raw_mean": round(float(np.mean([r["raw_mean"] for r in results])), 4),
-                "privileged": results[0]["privileged"],
-            }
+            entry["baselines"][name] = _baseline_entry(per_seed, results)
         summary["levels"][lid] = entry
     summary["headline"] = headline(summary)
     write_summary(summary, out)
