@@ -102,19 +102,23 @@ class FidelityTask:
 # ----- building on the stud grid ------------------------------------------------------------------------------
 
 
-class _Builder:
+class StudGridBuilder:
     """Places parts by stud-grid cell on a base plate, recording the steps; tracks the top surface per cell."""
 
-    def __init__(self, base: str, colour: int, cap: int) -> None:
+    def __init__(self, base: str, colour: int, cap: int, region: tuple[int, int] | None = None) -> None:
         self.asm = Assembly(name="target")
         self.cap = cap
         self.truncated = False  # a planned piece was dropped for the size cap
-        self.nx, self.nz = BASE_PLATES[base]
+        self.px, self.pz = BASE_PLATES[base]
+        self.nx, self.nz = region or (self.px, self.pz)
+        """The grid of cells a piece may cover: the base plate's (cells from its low corner), or a larger
+        ``region`` whose cells beyond the plate have nothing under them (overhangs rest on what they reach)."""
         out = self.asm.add(base, colour)
         if not out.ok:
             raise BuildFailed(out.message)
         self.steps: list[BuildStep] = [BuildStep(base, colour, None, ("hole", 0), 0.0)]
-        self.surface = np.zeros((self.nx, self.nz))  # LDraw y of the top face of every stud column
+        self.surface = np.full((self.nx, self.nz), np.inf)  # LDraw y of the top face of every stud column
+        self.surface[: self.px, : self.pz] = 0.0  # ∞: nothing under the cell
         self.skipped = 0  # planned pieces that could not be placed (left out)
         self._studs: dict[tuple[float, ...], ConnectorRef] = {}
         """Free studs by world position (rounded), kept as pieces are put: a put looks up, it does not rescan."""
@@ -124,11 +128,11 @@ class _Builder:
 
     def cell_x(self, i: float) -> float:
         """World x of the low edge of cell column ``i``."""
-        return (i - self.nx / 2) * 20.0
+        return (i - self.px / 2) * 20.0
 
     def cell_z(self, k: float) -> float:
         """World z of the low edge of cell row ``k``."""
-        return (k - self.nz / 2) * 20.0
+        return (k - self.pz / 2) * 20.0
 
     def room(self) -> bool:
         """Whether another piece fits under the size cap (when not, the plan is marked truncated)."""
@@ -153,6 +157,9 @@ class _Builder:
             self.skipped += 1
             return False
         rest = float(self.surface[i0 : i0 + wi, k0 : k0 + wk].min())
+        if not np.isfinite(rest):
+            self.skipped += 1
+            return False
         height = float(np.round(hi[1] / 4.0) * 4.0)  # body bottom in the part frame: 24 brick, 8 plate
         t = np.array([self.cell_x(i0) - flo[0], rest - height, self.cell_z(k0) - flo[1]])
         for h, conn in enumerate(p.groups.get("hole", ())):
@@ -252,9 +259,9 @@ def _colour_fn(rng: np.random.Generator, base: int) -> Callable[[int, int], int]
 # ----- kinds ----------------------------------------------------------------------------------------------------
 
 
-def _wall(rng: np.random.Generator, size: str) -> _Builder:
+def _wall(rng: np.random.Generator, size: str) -> StudGridBuilder:
     base_colour = _pick(rng, (71, 0, 2, 19))
-    b = _Builder("3034", base_colour, SIZES[size])
+    b = StudGridBuilder("3034", base_colour, SIZES[size])
     thick = _pick(rng, (1, 2))
     length = int(rng.integers(4, 9)) if thick == 1 else _pick(rng, (4, 6, 8))
     i_start = int(rng.integers(0, 8 - length + 1))
@@ -274,10 +281,10 @@ def _wall(rng: np.random.Generator, size: str) -> _Builder:
     return b
 
 
-def _tower(rng: np.random.Generator, size: str) -> _Builder:
+def _tower(rng: np.random.Generator, size: str) -> StudGridBuilder:
     base_colour = _pick(rng, (71, 0, 15, 19))
     base = "3031" if size == "small" else "3958"
-    b = _Builder(base, base_colour, SIZES[size])
+    b = StudGridBuilder(base, base_colour, SIZES[size])
     style = _pick(rng, ("column", "crossed", "paired"))
     cols = _colours(rng, 2, avoid=(base_colour,))
     alternate = bool(rng.integers(0, 2))
@@ -313,10 +320,10 @@ def _tower(rng: np.random.Generator, size: str) -> _Builder:
     return b
 
 
-def _stairs(rng: np.random.Generator, size: str) -> _Builder:
+def _stairs(rng: np.random.Generator, size: str) -> StudGridBuilder:
     base_colour = _pick(rng, (71, 0, 19, 2))
     base = _pick(rng, ("3034", "3035")) if size == "small" else _pick(rng, ("3035", "3036"))
-    b = _Builder(base, base_colour, SIZES[size])
+    b = StudGridBuilder(base, base_colour, SIZES[size])
     width = 2
     steps = int(rng.integers(3, b.nx // width + 1))
     rise = 1 if size == "small" else 2
@@ -341,10 +348,10 @@ def _stairs(rng: np.random.Generator, size: str) -> _Builder:
     return b
 
 
-def _pyramid(rng: np.random.Generator, size: str) -> _Builder:
+def _pyramid(rng: np.random.Generator, size: str) -> StudGridBuilder:
     base_colour = _pick(rng, (71, 0, 19, 2, 15))
     base = _pick(rng, ("3958", "3031", "3036")) if size == "small" else _pick(rng, ("3958", "3036"))
-    b = _Builder(base, base_colour, SIZES[size])
+    b = StudGridBuilder(base, base_colour, SIZES[size])
     plates = bool(rng.integers(0, 2))
     bricks = PLATE_2 if plates else BRICK_2
     per_level = 1 if size == "small" else int(rng.integers(2, 4)) * (2 if plates else 1)
@@ -397,7 +404,7 @@ def _ring_runs(w: int, d: int, course: int) -> list[tuple[list[tuple[int, int]],
     return [(front, 0.0), (back, 0.0), (left, 90.0), (right, 90.0)]
 
 
-def _fill_run(b: _Builder, cells: list[tuple[int, int]], yaw: float, colour: int) -> None:
+def _fill_run(b: StudGridBuilder, cells: list[tuple[int, int]], yaw: float, colour: int) -> None:
     """Cover a straight run of cells with 1-stud bricks (4, 2, 1 long), each with a stud under it."""
     j = 0
     while j < len(cells) and b.room():
@@ -416,10 +423,10 @@ def _fill_run(b: _Builder, cells: list[tuple[int, int]], yaw: float, colour: int
             j += 1
 
 
-def _house(rng: np.random.Generator, size: str) -> _Builder:
+def _house(rng: np.random.Generator, size: str) -> StudGridBuilder:
     base_colour = _pick(rng, (2, 71, 19))
     base = _pick(rng, ("3031", "3035")) if size == "small" else _pick(rng, ("3035", "3036", "3958"))
-    b = _Builder(base, base_colour, SIZES[size])
+    b = StudGridBuilder(base, base_colour, SIZES[size])
     w, d = b.nx, b.nz
     wall, roof = _colours(rng, 2, avoid=(base_colour,))
     courses = (3 if base == "3031" else 2) if size == "small" else int(rng.integers(3, 6))
@@ -455,10 +462,10 @@ def _house(rng: np.random.Generator, size: str) -> _Builder:
     return b
 
 
-def _mosaic(rng: np.random.Generator, size: str) -> _Builder:
+def _mosaic(rng: np.random.Generator, size: str) -> StudGridBuilder:
     base = _pick(rng, ("3031", "3034")) if size == "small" else _pick(rng, ("3958", "3036"))
     base_colour = _pick(rng, (15, 0, 71))
-    b = _Builder(base, base_colour, SIZES[size])
+    b = StudGridBuilder(base, base_colour, SIZES[size])
     pixel = _pick(rng, (PLATE_1[1], BRICK_1[1]))
     k = int(rng.integers(2, 5))
     cols = _colours(rng, k)
@@ -485,7 +492,7 @@ def _mosaic(rng: np.random.Generator, size: str) -> _Builder:
 _ATTEMPTS = 8
 """Plans drawn per task before a cut-off one is accepted."""
 
-_KINDS: dict[str, Callable[[np.random.Generator, str], _Builder]] = {
+_KINDS: dict[str, Callable[[np.random.Generator, str], StudGridBuilder]] = {
     "wall": _wall,
     "tower": _tower,
     "stairs": _stairs,

@@ -155,6 +155,19 @@ def _stability_margin(ctx: RewardContext) -> float:
     return value
 
 
+def _reach_change(ctx: RewardContext) -> float:
+    """Δ of the progress towards the target's goal cells (:mod:`brick_gym.core.reach`) since the last placement
+    that was paid: a dense signal for goal tasks (a cantilever's tip) that telescopes to the final progress."""
+    if ctx.target is None or ctx.outcome is None or not ctx.outcome.ok:
+        return 0.0
+    from brick_gym.core.reach import reach_progress
+
+    now = reach_progress(ctx.target, ctx.assembly)
+    before = ctx.episode.get("last_reach", 0.0)
+    ctx.episode["last_reach"] = now
+    return now - before
+
+
 VALID_PLACEMENT = FunctionTerm("valid_placement", _placed)
 NEW_JOINTS = FunctionTerm("new_joints", _joints)
 INVALID_ACTION = FunctionTerm("invalid_action", _invalid)
@@ -166,7 +179,8 @@ FIDELITY = FunctionTerm("fidelity", _fidelity_shape, terminal=True)
 FIDELITY_COLOUR = FunctionTerm("fidelity_colour", _fidelity_colour, terminal=True)
 STABILITY_MARGIN = FunctionTerm("stability_margin", _stability_margin)
 
-OPTIONAL_TERMS: dict[str, FunctionTerm] = {"stability_margin": STABILITY_MARGIN}
+REACH_DELTA = FunctionTerm("reach_delta", _reach_change)
+OPTIONAL_TERMS: dict[str, FunctionTerm] = {"stability_margin": STABILITY_MARGIN, "reach_delta": REACH_DELTA}
 """Terms not in the standard set (they cost a force analysis a step): added when a weight names them."""
 
 STANDARD_TERMS: tuple[FunctionTerm, ...] = (

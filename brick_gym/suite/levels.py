@@ -20,12 +20,14 @@ TRACKS = ("benchmark", "assisted")
 """``benchmark``: nothing computed from the target orders, filters or annotates the actions (the staged
 encoding); ``assisted``: the target-ranked candidate list with per-candidate target agreement (opt-in, labelled,
 never in the headline)."""
-METRICS = ("fidelity_mean", "fidelity", "fidelity_colour", "exact")
-"""Per-episode raw scores: the mean of shape and colour IoU against the target, either alone, or 1 for a build
-that is the target (both IoUs 1) and 0 otherwise."""
-GATES = ("none", "valid")
+METRICS = ("fidelity_mean", "fidelity", "fidelity_colour", "exact", "reach")
+"""Per-episode raw scores: the mean of shape and colour IoU against the target, either alone, 1 for a build
+that is the target (both IoUs 1) and 0 otherwise, or the progress towards the target's goal cells
+(:mod:`brick_gym.core.reach`)."""
+GATES = ("none", "valid", "forces")
 """``valid``: an episode whose final build fails BrickBench's full check (collision, stability, stock, part
-limit) scores 0."""
+limit) scores 0; ``forces``: so does one with any joint beyond its capacity in the force model
+(:mod:`brick_gym.core.forces`)."""
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,18 @@ that defines it is marked ``privileged`` (not comparable with a submission's).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from brick_gym.core.forces import analyse
+from brick_gym.core.reach import reach_progress
 from brick_gym.envs.assembly_env import BrickAssemblyEnv
 from brick_gym.envs.episode import EnvConfig, EnvTask
 from brick_gym.rewards.terms import standard_rewards
+from brick_gym.suite.cantilever import CantileverFamily
 from brick_gym.suite.levels import SUITE_VERSION, Level, level
 from brick_gym.suite.tasks import TaskFamily
 
@@ -28,16 +31,18 @@ class SplitTasks:
     """A level's task source for one split: every reset draws a task seed uniformly from the split's range
     (picklable; tasks are cached per seed)."""
 
-    def __init__(self, family: TaskFamily, seeds: tuple[int, int]) -> None:
+    def __init__(self, family: TaskFamily | CantileverFamily, seeds: tuple[int, int]) -> None:
         self.family, self.seeds = family, seeds
 
     def __call__(self, rng: np.random.Generator) -> EnvTask:
         return self.family.task(int(rng.integers(self.seeds[0], self.seeds[1] + 1)))
 
 
-def family_of(lvl: Level) -> TaskFamily:
+def family_of(lvl: Level) -> TaskFamily | CantileverFamily:
     """The level's task family."""
     params = {k: v for k, v in lvl.task.items() if k != "family"}
+    if lvl.task["family"] == CantileverFamily.family:
+        return CantileverFamily(params)
     return TaskFamily(lvl.task["family"], params)
 
 
@@ -84,10 +89,16 @@ class EpisodeResult:
     fidelity_colour: float
     raw: float
     seconds: float
+    reach: float | None = None
+    """Progress towards the target's goal cells (``reach`` metric levels)."""
+    holds: bool | None = None
+    """Whether every joint is within its capacity in the force model (``forces`` gate levels)."""
 
 
-def raw_score(lvl: Level, fidelity: float, colour: float, valid: bool | None) -> float:
-    """An episode's raw score under the level's metric and gate."""
+def raw_score(lvl: Level, episode: Mapping[str, Any]) -> float:
+    """An episode's raw score under the level's metric and gate, from its measures (``fidelity``,
+    ``fidelity_colour``, ``valid``, and ``reach`` / ``holds`` where the metric or gate needs them)."""
+    fidelity, colour = float(episode["fidelity"]), float(episode["fidelity_colour"])
     metric = lvl.score.metric
     if metric == "fidelity":
         raw = fidelity
@@ -95,9 +106,13 @@ def raw_score(lvl: Level, fidelity: float, colour: float, valid: bool | None) ->
         raw = colour
     elif metric == "exact":
         raw = float(fidelity >= 1.0 - 1e-9 and colour >= 1.0 - 1e-9)
+    elif metric == "reach":
+        raw = float(episode.get("reach") or 0.0)
     else:
         raw = (fidelity + colour) / 2
-    if lvl.score.gate == "valid" and not valid:
+    if lvl.score.gate in ("valid", "forces") and not episode["valid"]:
+        return 0.0
+    if lvl.score.gate == "forces" and not episode.get("holds"):
         return 0.0
     return float(raw)
 
@@ -118,6 +133,22 @@ def _actor(policy: Any) -> Callable[[Any, dict], Any]:
     raise TypeError(f"policy must be callable (observation, info) -> action or have predict(), got {policy!r}")
 
 
+def episode_measures(lvl: Level, env: BrickAssemblyEnv, info: Mapping[str, Any]) -> dict[str, Any]:
+    """What the level's score reads from an ended episode (``info`` of its last step, ``env`` unwrapped): its
+    validity and fidelities, and the reach and the force verdict where the metric or gate needs them."""
+    terms = info["reward_terms"]
+    measures: dict[str, Any] = {
+        "valid": (info.get("report") or {}).get("valid"),
+        "fidelity": round(float(terms.get("fidelity", 0.0)), 6),
+        "fidelity_colour": round(float(terms.get("fidelity_colour", 0.0)), 6),
+    }
+    if lvl.score.metric == "reach":
+        measures["reach"] = round(reach_progress(env.task.target_voxels, env.assembly), 6)
+    if lvl.score.gate == "forces":
+        measures["holds"] = bool(analyse(env.assembly).holds)
+    return measures
+
+
 def run_episode(env: Any, act: Callable[[Any, dict], Any], policy: Any, lvl: Level, seed: int) -> EpisodeResult:
     """Play one episode of task ``seed`` to its end and score it."""
     base = env.unwrapped
@@ -130,20 +161,16 @@ def run_episode(env: Any, act: Callable[[Any, dict], Any], policy: Any, lvl: Lev
     while not done:
         obs, _, terminated, truncated, info = env.step(act(obs, info))
         done, steps = terminated or truncated, steps + 1
-    terms = info["reward_terms"]
-    valid = (info.get("report") or {}).get("valid")
-    fid, col = float(terms.get("fidelity", 0.0)), float(terms.get("fidelity_colour", 0.0))
+    measures = episode_measures(lvl, base, info)
     return EpisodeResult(
         seed=seed,
         task=base.task.name,
         pieces=len(base.assembly),
         target_pieces=len(base.task.extras["fidelity_task"].steps),
         steps=steps,
-        valid=valid,
-        fidelity=round(fid, 6),
-        fidelity_colour=round(col, 6),
-        raw=round(raw_score(lvl, fid, col, valid), 6),
+        raw=round(raw_score(lvl, measures), 6),
         seconds=round(time.perf_counter() - t0, 3),
+        **measures,
     )
 
 

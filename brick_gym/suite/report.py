@@ -83,7 +83,7 @@ def rescore(out: str | Path, notes: Sequence[str] = ()) -> dict[str, Any]:
         for path in sorted((Path(out) / "results" / lid).glob("*.json")):
             result = json.loads(path.read_text(encoding="utf-8"))
             for e in result["episodes"]:
-                e["raw"] = round(raw_score(lv, e["fidelity"], e["fidelity_colour"], e["valid"]), 6)
+                e["raw"] = round(raw_score(lv, e), 6)
             result["raw_mean"] = round(float(np.mean([e["raw"] for e in result["episodes"]])), 6)
             result["score"] = round(lv.score.normalise(result["raw_mean"]), 6)
             result["normalisers"] = {

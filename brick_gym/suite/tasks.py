@@ -13,6 +13,7 @@ evaluation episode is a seed.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from functools import cache, lru_cache
 from typing import Any
@@ -22,13 +23,13 @@ import numpy as np
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import part
 from brick_gym.core.pieces import ConnectorRef
-from brick_gym.core.rules import Rules, default_inventory
+from brick_gym.core.rules import Inventory, Rules, default_inventory
 from brick_gym.envs.episode import EnvTask
 from brick_gym.envs.fidelity_targets import ALL_KINDS, COLOURS, BuildStep, FidelityTask, generate
 from brick_gym.envs.fidelity_tasks import fidelity_palette, task_for
 from brick_gym.envs.palette import PaletteSlot, default_sources
 
-FAMILIES = ("fidelity", "composite", "inventory")
+FAMILIES = ("fidelity", "composite", "inventory", "kit")
 COMPOSITE_BASE = ("3811", 71)
 """A 32×32 baseplate in light bluish grey: the large level's start piece."""
 COMPOSITE_PLATES = ("3031", "3034", "3035", "3036", "3958")
@@ -127,7 +128,12 @@ def _target(family: TaskFamily, seed: int) -> FidelityTask:
 def _task(family: TaskFamily, seed: int) -> EnvTask:
     target = _target(family, seed)
     base = task_for(target)
-    rules = Rules.for_setting("alt-build") if family.family == "inventory" else base.rules
+    if family.family == "inventory":
+        rules = Rules.for_setting("alt-build")
+    elif family.family == "kit":
+        rules = Rules.for_setting("alt-build", kit_inventory(target))
+    else:
+        rules = base.rules
     return EnvTask(
         name=f"{family.family}-{seed}-{target.name}",
         rules=rules,
@@ -195,6 +201,16 @@ def _graft(
         ids.append(out.piece)
         steps.append(BuildStep(step.part, step.colour, target, step.source, step.yaw))
     return ids  # type: ignore[return-value]
+
+
+# ----- kit-limited targets ------------------------------------------------------------------------------------
+
+
+def kit_inventory(target: FidelityTask) -> Inventory:
+    """The target's own pieces as the stock, each (part, colour) counted exactly (the start plate included):
+    the kit it was built from, with not one piece to spare."""
+    counts = Counter((part(s.part).stem, s.colour) for s in target.steps)
+    return Inventory(dict(counts), f"the kit of {target.name}")
 
 
 # ----- inventory-limited targets ------------------------------------------------------------------------------
