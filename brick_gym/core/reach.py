@@ -1,10 +1,10 @@
-"""Reach towards a goal: how far a build has come towards the target cells it has not covered yet, for tasks
-whose target marks a place to get to (a cantilever's tip) rather than a shape to copy.
+"""Reach towards goals: how far a build has come towards target cells that mark places to get to (a cantilever's
+tip) rather than a shape to copy.
 
-Measured on the target's own lattice: the distance (LDU) from the target cells the build leaves empty to the
-nearest cell the build fills, compared with the same distance from the start piece (piece 0) alone. Progress is
-``1 − now / at_start`` clipped to [0, 1]: 0 while the build is no nearer than its start piece, 1 once every target
-cell is filled.
+Measured on the target's own lattice, per goal cell (a target cell the start piece, piece 0, does not fill): its
+distance (LDU) to the nearest cell the build fills, against its distance to the start piece's nearest cell. A
+cell's progress is ``1 − now / at_start`` clipped to [0, 1] (1 once filled); the build's progress is the mean over
+the goal cells, so two goals on opposite sides each count for half.
 """
 
 from __future__ import annotations
@@ -15,34 +15,32 @@ import numpy as np
 
 from brick_gym.core.voxels import VoxelGrid, voxelize
 
-__all__ = ["goal_distance", "reach_progress"]
+__all__ = ["goal_distances", "reach_progress"]
 
 
-def goal_distance(target: VoxelGrid, model: Any) -> float:
-    """LDU from the target cells ``model`` leaves empty to the nearest cell it fills (0 when none is left
-    empty; ∞ when the model fills no cell)."""
+def goal_distances(target: VoxelGrid, model: Any, cells: np.ndarray) -> np.ndarray:
+    """LDU from each of ``cells`` ((n, 3) indices into ``target``'s array) to the nearest cell ``model`` fills
+    on the target's lattice (0 where it fills the cell; ∞ when it fills none)."""
     built = voxelize(model, target.pitch, target.offset)
-    dense = built.to_dense(target.shape, target.origin)
-    empty = target.occupancy & ~dense
-    if not empty.any():
-        return 0.0
     if built.empty:
-        return float("inf")
-    centres = np.asarray(target.offset) + (np.argwhere(empty) + np.asarray(target.origin) + 0.5) * np.asarray(
-        target.pitch
-    )
+        return np.full(len(cells), np.inf)
+    pitch = np.asarray(target.pitch)
+    centres = np.asarray(target.offset) + (cells + np.asarray(target.origin) + 0.5) * pitch
     filled = np.asarray(built.offset) + (built.indices() + 0.5) * np.asarray(built.pitch)
     gaps = centres[:, None, :] - filled[None, :, :]
-    return float(np.sqrt(np.min(np.einsum("ijk,ijk->ij", gaps, gaps))))
+    return np.sqrt(np.min(np.einsum("ijk,ijk->ij", gaps, gaps), axis=1))
 
 
 def reach_progress(target: VoxelGrid, assembly: Any) -> float:
-    """Progress of ``assembly`` towards ``target``'s cells against its start piece's own distance (see the
-    module docstring); 1.0 when the start piece already covers the target."""
-    start = goal_distance(target, [assembly[min(assembly.pieces)]]) if len(assembly) else float("inf")
-    if start == 0.0:
-        return 1.0
-    now = goal_distance(target, assembly)
-    if not np.isfinite(start) or not np.isfinite(now):
+    """Mean progress of ``assembly`` over ``target``'s goal cells (see the module docstring); 1.0 when the start
+    piece leaves no goal cell, 0.0 for an empty assembly."""
+    if not len(assembly):
         return 0.0
-    return float(min(1.0, max(0.0, 1.0 - now / start)))
+    start = [assembly[min(assembly.pieces)]]
+    cells = np.argwhere(target.occupancy)
+    at_start = goal_distances(target, start, cells)
+    goals = at_start > 0.0
+    if not goals.any():
+        return 1.0
+    now = goal_distances(target, assembly, cells[goals])
+    return float(np.mean(np.clip(1.0 - now / at_start[goals], 0.0, 1.0)))

@@ -105,20 +105,29 @@ class FidelityTask:
 class StudGridBuilder:
     """Places parts by stud-grid cell on a base plate, recording the steps; tracks the top surface per cell."""
 
-    def __init__(self, base: str, colour: int, cap: int, region: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        base: str,
+        colour: int,
+        cap: int,
+        region: tuple[int, int] | None = None,
+        plate_at: tuple[int, int] = (0, 0),
+    ) -> None:
         self.asm = Assembly(name="target")
         self.cap = cap
         self.truncated = False  # a planned piece was dropped for the size cap
         self.px, self.pz = BASE_PLATES[base]
         self.nx, self.nz = region or (self.px, self.pz)
-        """The grid of cells a piece may cover: the base plate's (cells from its low corner), or a larger
-        ``region`` whose cells beyond the plate have nothing under them (overhangs rest on what they reach)."""
+        """The grid of cells a piece may cover: the base plate's, or a larger ``region`` with the plate's low
+        corner on cell ``plate_at``, whose cells off the plate have nothing under them (overhangs rest on what
+        they reach)."""
+        self.ox, self.oz = plate_at
         out = self.asm.add(base, colour)
         if not out.ok:
             raise BuildFailed(out.message)
         self.steps: list[BuildStep] = [BuildStep(base, colour, None, ("hole", 0), 0.0)]
         self.surface = np.full((self.nx, self.nz), np.inf)  # LDraw y of the top face of every stud column
-        self.surface[: self.px, : self.pz] = 0.0  # ∞: nothing under the cell
+        self.surface[self.ox : self.ox + self.px, self.oz : self.oz + self.pz] = 0.0  # ∞: nothing under the cell
         self.skipped = 0  # planned pieces that could not be placed (left out)
         self._studs: dict[tuple[float, ...], ConnectorRef] = {}
         """Free studs by world position (rounded), kept as pieces are put: a put looks up, it does not rescan."""
@@ -128,11 +137,11 @@ class StudGridBuilder:
 
     def cell_x(self, i: float) -> float:
         """World x of the low edge of cell column ``i``."""
-        return (i - self.px / 2) * 20.0
+        return (i - self.ox - self.px / 2) * 20.0
 
     def cell_z(self, k: float) -> float:
         """World z of the low edge of cell row ``k``."""
-        return (k - self.pz / 2) * 20.0
+        return (k - self.oz - self.pz / 2) * 20.0
 
     def room(self) -> bool:
         """Whether another piece fits under the size cap (when not, the plan is marked truncated)."""

@@ -47,41 +47,62 @@ class CantileverTask:
         self.name, self.reach, self.solution, self.target = name, reach, solution, target
 
 
-def draw_cantilever(rng: np.random.Generator, reach: tuple[int, int], column: tuple[int, int]) -> CantileverTask | None:
-    """A task whose goal lies ``reach`` studs out (drawn in the inclusive range, even) on a column of ``column``
-    bricks, with its known solution; None when no counterweight up to :data:`MAX_WEIGHTS` bricks makes the
-    solution stand and hold."""
+def draw_cantilever(
+    rng: np.random.Generator, reach: tuple[int, int], column: tuple[int, int], sides: int = 1
+) -> CantileverTask | None:
+    """A task whose goal lies ``reach`` studs out (drawn in the inclusive range, even) beyond the plate's +x edge
+    on a column of ``column`` bricks — with ``sides=2`` a second goal beyond the −x edge (its own reach and
+    column: the build must balance itself) — and its known solution; None when no counterweight up to
+    :data:`MAX_WEIGHTS` bricks makes the solution stand and hold."""
     px, pz = BASE_PLATES[PLATE[0]]
-    out = int(rng.integers(reach[0] // 2, reach[1] // 2 + 1)) * 2
-    height = int(rng.integers(column[0], column[1] + 1))
+    outs = [int(rng.integers(reach[0] // 2, reach[1] // 2 + 1)) * 2 for _ in range(sides)]
+    heights = [int(rng.integers(column[0], column[1] + 1)) for _ in range(sides)]
     row = int(rng.integers(0, pz - 1))
-    colours = rng.permutation([4, 1, 14, 2, 0, 19])
-    stairs = out // STEP_OUT  # stair plate j covers cells px-2+2j .. px+1+2j: the goal on the last one's outer half
+    colours = [int(c) for c in rng.permutation([4, 1, 14, 2, 0, 19])]
+    left = outs[1] if sides == 2 else 0
     for weights in range(MAX_WEIGHTS + 1):
-        b = StudGridBuilder(PLATE[0], PLATE[1], 10**6, region=(px + out, pz))
-        ok = all(b.put(COLUMN, int(colours[0]), px - 2, row) for _ in range(height))
-        ok = ok and all(b.put(WEIGHT, int(colours[1]), 0, min(row, pz - 2)) for _ in range(weights))
-        for j in range(stairs):
-            ok = ok and b.put(STEP, int(colours[2]), px - 2 + STEP_OUT * j, row)
-        ok = ok and b.put(GOAL, int(colours[3]), px + out - 2, row)
+        b = StudGridBuilder(PLATE[0], PLATE[1], 10**6, region=(left + px + outs[0], pz), plate_at=(left, 0))
+        ok = _side(b, left + px - 2, +1, outs[0], heights[0], row, colours)
+        if sides == 2:
+            ok = ok and _side(b, left, -1, outs[1], heights[1], row, colours)
+            weight = (COLUMN, left + 2, row)  # between the two columns: a light stack that moves the balance little
+        else:
+            weight = (WEIGHT, 0, min(row, pz - 2))
+        ok = ok and all(b.put(weight[0], colours[1], weight[1], weight[2]) for _ in range(weights))
         if not ok:
             return None
         if check(b.asm).valid and analyse(b.asm).holds:
-            goal = b.asm[len(b.asm) - 1]
-            target = voxelize([(PLATE[0], PLATE[1], b.asm[0].pose), (GOAL, int(colours[3]), goal.pose)])
-            solution = b.task("cantilever", f"r{out}")
-            return CantileverTask(f"cantilever-r{out}-h{height}-w{weights}", out, solution, target)
+            goals = [(GOAL, colours[3], p.pose) for p in b.asm.pieces.values() if p.part.stem == GOAL]
+            target = voxelize([(PLATE[0], PLATE[1], b.asm[0].pose), *goals])
+            shape = "-".join(f"r{o}h{h}" for o, h in zip(outs, heights, strict=True))
+            solution = b.task("cantilever", shape)
+            return CantileverTask(f"cantilever-{shape}-w{weights}", max(outs), solution, target)
     return None
 
 
+def _side(b: StudGridBuilder, at: int, way: int, out: int, height: int, row: int, colours: list[int]) -> bool:
+    """One arm: a column of ``height`` 2×2 bricks on cells ``at``, ``at + 1``, then 2×4 stair plates stepping
+    :data:`STEP_OUT` studs further each (towards +x for ``way`` 1, −x for −1) and the 2×2 goal plate on the last
+    one's outer half, ``out`` studs beyond the plate's edge."""
+    ok = all(b.put(COLUMN, colours[0], at, row) for _ in range(height))
+    for j in range(out // STEP_OUT):
+        ok = ok and b.put(STEP, colours[2], at + STEP_OUT * j if way > 0 else at - STEP_OUT * (j + 1), row)
+    edge = at + 2 if way > 0 else at
+    return ok and b.put(GOAL, colours[3], edge + out - 2 if way > 0 else edge - out, row)
+
+
 class CantileverFamily:
-    """Cantilever tasks by seed (parameters ``reach`` = [min, max] studs and ``column`` = [min, max] bricks)."""
+    """Cantilever tasks by seed (parameters ``reach`` = [min, max] studs, ``column`` = [min, max] bricks and
+    ``sides``, 1 or 2 goals)."""
 
     family = "cantilever"
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         self.reach = _pair(params.get("reach", (8, 12)), "reach", 2)
         self.column = _pair(params.get("column", (2, 4)), "column", 1)
+        self.sides = params.get("sides", 1)
+        if self.sides not in (1, 2):
+            raise ValueError(f"cantilever: sides must be 1 or 2, got {self.sides!r}")
 
     @property
     def palette(self) -> tuple:
@@ -105,7 +126,7 @@ class CantileverFamily:
         )
 
     def _key(self) -> tuple:
-        return (self.family, self.reach, self.column)
+        return (self.family, self.reach, self.column, self.sides)
 
     def __hash__(self) -> int:
         return hash(self._key())
@@ -128,7 +149,7 @@ def _pair(value: Any, name: str, least: int) -> tuple[int, int]:
 @lru_cache(maxsize=256)
 def _draw(family: CantileverFamily, seed: int) -> CantileverTask:
     for attempt in range(50):
-        found = draw_cantilever(np.random.default_rng([seed, attempt]), family.reach, family.column)
+        found = draw_cantilever(np.random.default_rng([seed, attempt]), family.reach, family.column, family.sides)
         if found is not None:
             return found
     raise ValueError(f"cantilever: no standing solution for seed {seed} in 50 draws")
