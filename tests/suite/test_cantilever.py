@@ -40,7 +40,12 @@ def test_tasks_depend_on_the_seed_only() -> None:
 
 @pytest.mark.parametrize(
     ("params", "word"),
-    [({"reach": [16, 10]}, "reach"), ({"reach": "far"}, "reach"), ({"column": [0, 3]}, "column"), ({"sides": 3}, "sides")],
+    [
+        ({"reach": [16, 10]}, "reach"),
+        ({"reach": "far"}, "reach"),
+        ({"column": [0, 3]}, "column"),
+        ({"sides": 3}, "sides"),
+    ],
 )
 def test_bad_parameters_are_named(params: dict, word: str) -> None:
     with pytest.raises(ValueError, match=word):

@@ -29,9 +29,7 @@ def _raw(policy, lid: str, episodes: int) -> float:
     return evaluate(policy, lid, episodes=episodes)["raw_mean"]
 
 
-@pytest.mark.parametrize(
-    "lid", [pytest.param(lid, marks=pytest.mark.slow) if lid in SLOW else lid for lid in FIDELITY]
-)
+@pytest.mark.parametrize("lid", [pytest.param(lid, marks=pytest.mark.slow) if lid in SLOW else lid for lid in FIDELITY])
 def test_first_legal_is_no_better_than_random_plus_a_tenth(lid: str) -> None:
     episodes = 1 if lid == "fidelity-large" else EPISODES
     random = float(np.mean([_raw(RandomMasked(seed), lid, episodes) for seed in (0, 1)]))
