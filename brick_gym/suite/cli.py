@@ -64,7 +64,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Run the baselines on the levels and write summary.json, summary.md and summary.png."""
-    from brick_gym.suite.report import rescore, run_baselines
+    from brick_gym.suite.report import rescore, run_baselines, write_front_table
 
     try:
         if args.rescore:
@@ -73,7 +73,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             summary = run_baselines(
                 args.baselines, args.levels, tuple(args.seeds), args.out, log=lambda line: print(line, flush=True)
             )
-    except (KeyError, ValueError) as exc:
+        if args.readme:
+            write_front_table(summary, args.readme)
+    except (KeyError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(summary["headline"]))
@@ -115,6 +117,7 @@ def add_suite_commands(sub: Any) -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--rescore", action="store_true", help="rebuild the summary from the result files in --out")
     p.add_argument("--note", action="append", help="a line under the summary's table (with --rescore; repeatable)")
+    p.add_argument("--readme", help="also rewrite the suite table between the markers in this file (e.g. README.md)")
     p.set_defaults(func=cmd_report)
 
 

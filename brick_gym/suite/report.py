@@ -125,9 +125,10 @@ def markdown(summary: dict[str, Any]) -> str:
         f"# BrickGym suite {summary['suite']}: baselines",
         "",
         "Normalised level scores (0 = the random masked builder's mean raw score on the test split, 1 = the target "
-        "built exactly and valid); mean over seeds, each seed in brackets. `greedy-oracle` is privileged: it reads "
-        "the true target (an oracle-ish upper reference, not a competitor), as does `heuristic` (the built-in greedy "
-        "builder, on the candidate-list level only). Assisted levels are not in the headline.",
+        "built exactly and valid, or on goal levels the goal reached by a model that stands and holds); mean over "
+        "seeds, each seed in brackets. `greedy-oracle` is privileged: it reads the true target (an oracle-ish upper "
+        "reference, not a competitor), as does `heuristic` (the built-in greedy builder, on the candidate-list level "
+        "only). Assisted levels are not in the headline.",
         "",
         "| level | track | " + " | ".join(names) + " |",
         "|---|---|" + "---|" * len(names),
@@ -147,6 +148,34 @@ def markdown(summary: dict[str, Any]) -> str:
     )
     lines += ["", *(f"- {note}" for note in summary.get("notes", ()))]
     return "\n".join(lines) + "\n"
+
+
+def front_table(summary: dict[str, Any]) -> str:
+    """The README's compact table: one row per benchmark level, one column per baseline (mean score only), then
+    the headline row; kept in step with ``summary.json`` by a test."""
+    bench = {lid: e for lid, e in summary["levels"].items() if e.get("track", "benchmark") == "benchmark"}
+    names = sorted({n for e in bench.values() for n in e["baselines"]})
+    lines = ["| level | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for lid, entry in bench.items():
+        cells = ("—" if n not in entry["baselines"] else f"{entry['baselines'][n]['score']:.2f}" for n in names)
+        lines.append(f"| {lid} | " + " | ".join(cells) + " |")
+    head = summary["headline"]
+    lines.append("| **headline** | " + " | ".join("—" if n not in head else f"**{head[n]:.2f}**" for n in names) + " |")
+    return "\n".join(lines) + "\n"
+
+
+README_MARKERS = ("<!-- suite-table -->\n", "<!-- /suite-table -->")
+
+
+def write_front_table(summary: dict[str, Any], readme: str | Path) -> None:
+    """Replace the block between ``README_MARKERS`` in ``readme`` with :func:`front_table`."""
+    path = Path(readme)
+    text = path.read_text(encoding="utf-8")
+    start, end = README_MARKERS
+    if start not in text or end not in text:
+        raise ValueError(f"{path} has no '{start.strip()}' ... '{end}' block for the suite table")
+    head, rest = text.split(start, 1)
+    path.write_text(head + start + front_table(summary) + end + rest.split(end, 1)[1], encoding="utf-8")
 
 
 def write_summary(summary: dict[str, Any], out: str | Path) -> None:
@@ -194,4 +223,14 @@ def plot(summary: dict[str, Any], path: str | Path) -> None:
     plt.close(fig)
 
 
-__all__ = ["headline", "markdown", "plot", "rescore", "run_baselines", "write_summary"]
+__all__ = [
+    "README_MARKERS",
+    "front_table",
+    "headline",
+    "markdown",
+    "plot",
+    "rescore",
+    "run_baselines",
+    "write_front_table",
+    "write_summary",
+]

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from brick_gym.cli import main
-from brick_gym.suite.report import headline, markdown, rescore, run_baselines
+from brick_gym.suite.report import README_MARKERS, front_table, headline, markdown, rescore, run_baselines
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_summary_shape_headline_and_files(tmp_path: Path) -> None:
@@ -37,6 +39,30 @@ def test_the_headline_leaves_assisted_levels_out() -> None:
     assert headline(summary) == {"x": pytest.approx(0.3)}
     summary["headline"] = headline(summary)
     assert "| c | ASSISTED |" in markdown(summary)
+    assert "| c |" not in front_table(summary) and "| **headline** | **0.30** |" in front_table(summary)
+
+
+def test_the_readme_table_is_the_published_summary() -> None:
+    """The README's suite table is exactly what ``front_table`` makes of ``docs/results/suite/summary.json``."""
+    summary = json.loads((ROOT / "docs/results/suite/summary.json").read_text(encoding="utf-8"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split(README_MARKERS[0], 1)[1].split(README_MARKERS[1], 1)[0]
+    assert block == front_table(summary)
+
+
+def test_report_rewrites_only_the_readme_block(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    published = ROOT / "docs/results/suite/results/fidelity-small/random-seed0.json"
+    (tmp_path / "results/fidelity-small").mkdir(parents=True)
+    (tmp_path / "results/fidelity-small/random-seed0.json").write_text(published.read_text(encoding="utf-8"))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{README_MARKERS[0]}stale\n{README_MARKERS[1]}\noutro\n", encoding="utf-8")
+    assert main(["suite", "report", "--rescore", "--out", str(tmp_path), "--readme", str(readme)]) == 0
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("intro\n") and text.endswith("\noutro\n") and "stale" not in text
+    assert "| fidelity-small |" in text
+    readme.write_text("no markers\n", encoding="utf-8")
+    assert main(["suite", "report", "--rescore", "--out", str(tmp_path), "--readme", str(readme)]) == 2
+    assert "suite-table" in capsys.readouterr().err
 
 
 def test_cli_lists_and_evaluates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
