@@ -168,6 +168,8 @@ def register_all() -> None:
                 nondeterministic=env_id in NONDETERMINISTIC_IDS,
                 max_episode_steps=None,  # the env truncates itself at max_steps, paying the terminal terms
             )
+    if SUITE_ID not in gym.registry:
+        gym.register(SUITE_ID, entry_point="brick_gym.suite.protocol:make_level", max_episode_steps=None)
     if LATTICE_ID not in gym.registry:
         gym.register(
             LATTICE_ID,
@@ -176,6 +178,11 @@ def register_all() -> None:
             max_episode_steps=None,
         )
 
+
+SUITE_ID = "BrickGym/Suite-v1"
+"""Any level of the BrickGym suite v1 by name: ``gym.make(SUITE_ID, level="fidelity-small", split="train")`` is
+``brick_gym.suite.make(level, split)``, so the project's trainers (``TrainConfig(env_id=SUITE_ID, env_kwargs=...)``)
+and anything else that takes an id can train on a level."""
 
 LATTICE_ID = "BrickGym/FidelityLattice-v0"
 """Fidelity tasks on the compiled lattice core, batched: ``gym.make_vec(LATTICE_ID, num_envs=N,
@@ -254,6 +261,7 @@ __all__ = [
     "ENV_IDS",
     "LATTICE_ID",
     "NONDETERMINISTIC_IDS",
+    "SUITE_ID",
     "make_altbuild_env",
     "make_fidelity_env",
     "make_model_env",

@@ -35,6 +35,7 @@ class TrainConfig:
     gamma: float = 0.99
     ent_coef: float = 0.01
     eval_episodes: int = field(default=20, metadata={PER_RUN: True})
+    """Episodes of the masked evaluation after training (``result.json``'s ``eval``); 0: none (``eval`` is null)."""
     eval_freq: int = field(default=0, metadata={PER_RUN: True})
     """Timesteps between SB3's own masked evaluations (``<out_dir>/eval``, the best model in ``<out_dir>/best``);
     0: none."""

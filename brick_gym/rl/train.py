@@ -131,7 +131,11 @@ def train(
         "resumed_from": start if resume is not None else None,
         "model": str(out / "final_model.zip"),
     }
-    result["eval"] = evaluate_policy(model, config.env_id, config.eval_kwargs, config.eval_episodes, seed=10_000)
+    result["eval"] = (
+        evaluate_policy(model, config.env_id, config.eval_kwargs, config.eval_episodes, seed=10_000)
+        if config.eval_episodes
+        else None
+    )
     atomic_write_json(out / "result.json", result)
     return result
 

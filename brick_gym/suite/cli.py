@@ -1,4 +1,5 @@
-"""``brick-gym suite list | eval | report``: the suite's levels, one policy's result file, the baselines' summary."""
+"""``brick-gym suite list | eval | report | train``: the suite's levels, one policy's result file, the baselines'
+summary, the learned baseline."""
 
 from __future__ import annotations
 
@@ -82,6 +83,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train the learned baseline on levels and write its result files (then ``report --rescore``)."""
+    from brick_gym.suite.learned import DEFAULT_TIMESTEPS, learned_baseline
+    from brick_gym.suite.levels import level
+
+    try:
+        for lid in args.levels:
+            level(lid)
+        learned_baseline(
+            args.levels,
+            args.seeds,
+            args.timesteps or DEFAULT_TIMESTEPS,
+            args.out,
+            args.runs,
+            log=lambda line: print(line, flush=True),
+        )
+    except (KeyError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def add_suite_commands(sub: Any) -> None:
     """Add ``suite`` and its subcommands to the ``brick-gym`` parser."""
     suite = sub.add_parser("suite", help="the BrickGym RL benchmark suite: levels, evaluation, baselines")
@@ -119,6 +142,14 @@ def add_suite_commands(sub: Any) -> None:
     p.add_argument("--note", action="append", help="a line under the summary's table (with --rescore; repeatable)")
     p.add_argument("--readme", help="also rewrite the suite table between the markers in this file (e.g. README.md)")
     p.set_defaults(func=cmd_report)
+
+    p = cmds.add_parser("train", help="train the learned baseline (MaskablePPO) on levels and write its results")
+    p.add_argument("levels", nargs="+", help="level ids")
+    p.add_argument("--timesteps", type=_count, help="environment steps per level and seed (default 8,192)")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds")
+    p.add_argument("--out", default="docs/results/suite", help="result files go to OUT/results/LEVEL/")
+    p.add_argument("--runs", default="runs/suite", help="run folders (models, training stats)")
+    p.set_defaults(func=cmd_train)
 
 
 __all__ = ["add_suite_commands"]

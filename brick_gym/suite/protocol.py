@@ -65,6 +65,11 @@ def make(name: str | Level, split: str = "train", seed: int | None = None, **kw:
     return env
 
 
+def make_level(level: str, split: str = "train", **kw: Any) -> Any:
+    """:func:`make` by keywords: the entry point of the Gymnasium id ``BrickGym/Suite-v1``."""
+    return make(level, split, **kw)
+
+
 def make_vec(name: str | Level, n: int, split: str = "train", seed: int = 0, *, asynchronous: bool = False) -> Any:
     """``n`` envs of the level in a Gymnasium vector env (sub-env ``i`` reset with ``seed + i`` when the vector
     env is reset with ``seed``); ``asynchronous`` runs them in subprocesses."""
@@ -227,4 +232,14 @@ def evaluate(
     }
 
 
-__all__ = ["EpisodeResult", "SplitTasks", "evaluate", "family_of", "make", "make_vec", "raw_score", "run_episode"]
+__all__ = [
+    "EpisodeResult",
+    "SplitTasks",
+    "evaluate",
+    "family_of",
+    "make",
+    "make_level",
+    "make_vec",
+    "raw_score",
+    "run_episode",
+]
