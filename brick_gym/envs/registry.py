@@ -15,6 +15,7 @@ from brick_gym.envs.assembly_env import DEFAULT_PALETTE, BrickAssemblyEnv
 from brick_gym.envs.episode import EnvConfig, EnvTask
 from brick_gym.envs.fidelity_tasks import DEFAULT_POOL
 from brick_gym.envs.palette import make_palette
+from brick_gym.judges.requests import JUDGE_IMAGE_SIZE
 from brick_gym.rewards.terms import RewardSpec, standard_rewards
 
 FIDELITY_REWARDS = {"fidelity_delta": 1.0, "fidelity_colour_delta": 1.0, "valid_placement": 0.0}
@@ -200,7 +201,7 @@ def make_model_vqa_env(
     tasks: str | os.PathLike[str] | None = None,
     task_index: int | str = 0,
     views: int = 8,
-    size: int = 512,
+    size: int = JUDGE_IMAGE_SIZE,
     soft: bool = False,
     retries: int = 1,
     judge_cache: str | os.PathLike[str] | None = None,

@@ -42,6 +42,7 @@ from brick_gym.judges.cache import CachedJudge
 from brick_gym.judges.pairwise import JUDGE_QUESTIONS, build_judge_prompt, pairwise_outcome, parse_judge_reply
 from brick_gym.judges.requests import (
     DEFAULT_MAX_NEW_TOKENS,
+    JUDGE_IMAGE_SIZE,
     JudgeBackend,
     JudgeReply,
     JudgeRequest,
@@ -229,7 +230,8 @@ class VQATerm(_JudgeTerm):
 
     ``questions``: a :class:`QuestionGraph` (or the question dicts/``Question`` s of one, validated strictly);
     ``prompt``: the task's text brief. ``views``/``size``/``backend``: what is rendered (BrickBench: 8 views at
-    1024²; 512² is the cheaper default for training). ``retries``: extra attempts after an unparsed reply.
+    1024², the one judge image size everywhere in brick_gym; a smaller ``size`` trains cheaper, but the judge then
+    sees other pictures than BrickBench's). ``retries``: extra attempts after an unparsed reply.
     ``max_new_tokens``: the reply budget (the paper: 2048). ``soft``: pay :func:`soft_gated` of the reply's
     ``p_yes`` when the backend supplies one for every question. ``cache``: wrap ``judge`` in a
     :class:`CachedJudge` on this JSONL path.
@@ -246,7 +248,7 @@ class VQATerm(_JudgeTerm):
         questions: QuestionGraph | Iterable[Question | Mapping[str, Any]],
         prompt: str,
         views: int = 8,
-        size: int = 512,
+        size: int = JUDGE_IMAGE_SIZE,
         soft: bool = False,
         gate_on_validity: bool = True,
         *,
@@ -366,7 +368,7 @@ class PairwiseTerm(_JudgeTerm):
         prompt: str | None = None,
         gate_on_validity: bool = True,
         *,
-        size: int = 512,
+        size: int = JUDGE_IMAGE_SIZE,
         retries: int = 1,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         backend: str = "auto",

@@ -27,6 +27,7 @@ from typing import Any
 from brick_gym.bench.projects.suite import Project
 from brick_gym.core.assembly import Assembly
 from brick_gym.io.files import finite_json
+from brick_gym.judges.requests import JUDGE_IMAGE_SIZE
 
 __all__ = [
     "ModelUnusable",
@@ -162,7 +163,7 @@ def score_assembly(
     transcript: str | os.PathLike[str] | None = None,
     judge: Any = None,
     stability: bool = True,
-    image_size: int = 512,
+    image_size: int = JUDGE_IMAGE_SIZE,
 ) -> ProjectScore:
     """Score an assembly against ``project`` (see the module docstring), checked under its own rules (load it under
     the project's setting); ``problems`` are lines of its file that could not become pieces (they make it invalid,
@@ -237,7 +238,7 @@ def score_path(
     *,
     judge: Any = None,
     stability: bool = True,
-    image_size: int = 512,
+    image_size: int = JUDGE_IMAGE_SIZE,
 ) -> ProjectScore:
     """Score a model file, a ``build.py`` or an episode folder (:func:`score_episode`)."""
     from brick_gym.core.rules import Rules
@@ -256,7 +257,7 @@ def score_episode(
     *,
     judge: Any = None,
     stability: bool = True,
-    image_size: int = 512,
+    image_size: int = JUDGE_IMAGE_SIZE,
 ) -> ProjectScore:
     """Score an episode folder: its delivered ``model.mpd`` (the rebuilt ``build.py`` when one was delivered),
     checked here (a folder's ``verification.json`` is never believed: a forged one cannot raise a score), and the
