@@ -15,10 +15,11 @@ How each case scores (per system, over every task of the task file):
   score).
 * **VQA**: one request per valid assembly (its 8 views, then the question prompt). A reply that does not parse
   (some answer line missing) is asked again up to :data:`RETRIES` times; still unparsed, the task scores 0 and
-  is listed under ``unparsed``. Views come from the run's ``views/`` when all 8 are there at ``image_size``
-  (BrickBench: 1024²), else they are rendered at that size into ``<out>/views/<system>/<task>/`` once (the run
-  folders are never written to). A view file that cannot be read (truncated, not a PNG) is named in a note and
-  the views are rendered again from the model; a model that cannot be rendered either is scored without views
+  is listed under ``unparsed``. The judge sees only views rendered here from the checked model, at
+  ``image_size`` (BrickBench: 1024²), into ``<out>/views/<system>/<task>/`` (kept with the model's digest, so
+  re-scoring into the same folder renders each model once); a run's own ``views/`` are never shown to a judge (a
+  forged or linked picture cannot raise a score) and run folders are never written to. A cached view that
+  cannot be read is named in a note and rendered again; a model that cannot be rendered is scored without views
   (VQA 0, no pairwise comparison on that task) and named in a note.
 * **Pairwise**: for every task and every pair of systems, both questions (align: prompt given; design: prompt
   withheld) in both presentation orders, each build shown as its first 4 views tiled in a row. When only one of
@@ -222,6 +223,10 @@ MAX_VIEW_PIXELS = 4096 * 4096
 """Largest view image read (a 1024² view has 1/16 of it); a larger one is refused before it is decoded."""
 
 
+VIEWS_DIGEST = "model.sha256"
+"""Beside a score folder's renders of a build: the SHA-256 of the model file they were rendered from."""
+
+
 def load_views(folder: Path, count: int = 8) -> list[np.ndarray] | None:
     """The first ``count`` fixed views (``view_<i>_<name>.png``) of a folder as RGB uint8 arrays; None if any lacks.
     A view that cannot be read raises :class:`ViewFileError` naming its file."""
@@ -361,34 +366,40 @@ class _Scorer:
             protocol=str(verification.get("protocol") or "unknown"),
         )
 
-    def _readable_views(self, folder: Path, system: str, task_id: str) -> list[np.ndarray] | None:
-        """:func:`load_views` of ``folder`` at ``image_size``, or None (missing, other size, or unreadable: noted)."""
+    def _cached_views(self, folder: Path, digest: str, system: str, task_id: str) -> list[np.ndarray] | None:
+        """This score folder's earlier renders of the model with ``digest`` at ``image_size``, or None (none, of
+        another model or size, or unreadable: noted)."""
         try:
+            if (folder / VIEWS_DIGEST).read_text(encoding="utf-8").strip() != digest:
+                return None
             images = load_views(folder)
         except ViewFileError as exc:
             self.notes.append(f"{system} / {task_id}: {exc}; views rendered again from the model")
+            return None
+        except OSError:
             return None
         if images is None or any(v.shape[:2] != (self.image_size, self.image_size) for v in images):
             return None
         return images
 
     def views(self, system: str, task_id: str, model: Path) -> list[np.ndarray] | None:
-        """The 8 views of a build at ``image_size``: the run's own when they have that size and can be read, else
-        earlier renders in the score folder, else rendered now (into the score folder; run folders are never
-        written). None, with a note naming the model, when the model cannot be rendered."""
+        """The 8 views of a build at ``image_size``, rendered from ``model`` into the score folder (or this folder's
+        earlier renders of the same model). None, with a note naming the model, when it cannot be rendered."""
         from brick_gym.core.ldraw import LDrawError
         from brick_gym.core.modelfile import load
+        from brick_gym.io.files import open_regular
         from brick_gym.render import RenderSettings, save_views
 
-        own = self._readable_views(self.dirs[system] / task_id / "views", system, task_id)
-        if own is not None:
-            return own
         folder = safe_join(self.out, "views", system_folder(system), task_id)
-        cached = self._readable_views(folder, system, task_id)
-        if cached is not None:
-            return cached
         try:
+            with open_regular(model) as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+            cached = self._cached_views(folder, digest, system, task_id)
+            if cached is not None:
+                return cached
+            (folder / VIEWS_DIGEST).unlink(missing_ok=True)
             save_views(load(model).assembly, folder, RenderSettings(size=self.image_size, views=8))
+            (folder / VIEWS_DIGEST).write_text(digest + "\n", encoding="utf-8")
             return load_views(folder)
         except (LDrawError, ViewFileError, OSError, RuntimeError) as exc:
             self.notes.append(f"{system} / {task_id}: {model} could not be rendered ({exc}); scored without views")

@@ -153,7 +153,13 @@ def test_untrusted_run_text_is_escaped_cut_and_files_outside_it_are_not_read(sco
     folder = scored / "site" / "tasks" / "tower-1" / system_folder(HOSTILE_NAME)
     shots = sorted(p.name for p in folder.glob("shot_*"))
     assert shots == ["shot_images_shot.png"]  # the '../../../secret.png' image is not copied
-    assert not any(folder.glob("view_*.png"))  # views/ is a symlink out of the run: not shown
+    from PIL import Image
+
+    shown = sorted(folder.glob("view_*.png"))  # the scorer's renders of the model, not views/ (a link out of the run)
+    assert len(shown) == 8
+    for path in shown:
+        with Image.open(path) as img:
+            assert np.asarray(img.convert("RGB")).max() > 0  # not the all-black pictures outside the run
     assert "[../../../secret.png: not shown]" in page
 
 

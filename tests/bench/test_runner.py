@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from brick_gym.bench import runner
@@ -19,6 +20,7 @@ from brick_gym.bench.cli import main as bench_main
 from brick_gym.bench.runner import BENCHMARK_DIR, DONE_FILE, BenchError, read_marker, run
 from brick_gym.bench.scoring import RETRIES, score
 from brick_gym.judges.backends import ScriptedJudge, yes_to_all
+from brick_gym.render import VIEW_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_TASKS = BENCHMARK_DIR / "model" / "tasks.json"
@@ -358,9 +360,52 @@ def test_score_two_systems_numbers_by_hand(heuristic_run, tmp_path):
     assert (out / "leaderboard.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "views" / "beta" / "model-002" / "view_7_left.png").is_file()  # rendered, run folder untouched
     assert not (b / "model-002" / "views").exists()
-    # The run's own views are used as they are when they have the judge's size (64 px here): nothing rendered.
-    again = score([a], MODEL_TASKS, ScriptedJudge(_prefer_first), tmp_path / "s64", setting="model", image_size=64)
-    assert again.systems["alpha"].valid == 3 and not (tmp_path / "s64" / "views").exists()
+    assert (out / "views" / "alpha" / "model-002" / "view_7_left.png").is_file()  # the run's own views: not used
+
+
+def test_the_judge_sees_renders_of_the_model_never_the_run_folders_pictures(heuristic_run, tmp_path):
+    """A run's ``views/`` at the judge's size, forged (a flat green picture) or linked to a file outside the
+    run, never reach the judge: it sees views rendered from the checked model, the same as for an untouched copy;
+    re-scoring into the same folder renders nothing again, and a changed model is rendered afresh."""
+    from PIL import Image
+
+    out, _ = heuristic_run
+    honest, forged = tmp_path / "runs" / "honest", tmp_path / "runs" / "forged"
+    shutil.copytree(out / "heuristic", honest)
+    shutil.copytree(out / "heuristic", forged)
+    outside = tmp_path / "elsewhere.png"
+    Image.new("RGB", (64, 64), (0, 255, 0)).save(outside)
+    for task in ("model-001", "model-002", "model-003"):
+        views = forged / task / "views"
+        shutil.rmtree(views, ignore_errors=True)
+        views.mkdir()
+        for i, name in enumerate(VIEW_NAMES):
+            if i == 0:
+                (views / f"view_{i}_{name}.png").symlink_to(outside)
+            else:
+                Image.new("RGB", (64, 64), (0, 255, 0)).save(views / f"view_{i}_{name}.png")
+
+    def images(run: Path, folder: Path) -> tuple[ScriptedJudge, list]:
+        judge = ScriptedJudge(yes_to_all)
+        score([run], MODEL_TASKS, judge, folder, setting="model", image_size=64)
+        return judge, [r.images for r in judge.requests if len(r.images) == 8]
+
+    _, seen_honest = images(honest, tmp_path / "s_honest")
+    _, seen_forged = images(forged, tmp_path / "s_forged")
+    assert len(seen_forged) == 3
+    for a, b in zip(seen_honest, seen_forged, strict=True):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    green = np.array([0, 255, 0], dtype=np.uint8)
+    assert not any((img == green).all(axis=-1).mean() > 0.5 for views in seen_forged for img in views)
+    cache = tmp_path / "s_forged" / "views" / "forged" / "model-001"
+    stamp = (cache / "view_0_front_right.png").stat().st_mtime_ns
+    images(forged, tmp_path / "s_forged")
+    assert (cache / "view_0_front_right.png").stat().st_mtime_ns == stamp  # same model: the folder's renders reused
+    (forged / "model-001" / "model.mpd").write_text(
+        (forged / "model-002" / "model.mpd").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    _, again = images(forged, tmp_path / "s_forged")
+    assert all(np.array_equal(x, y) for x, y in zip(again[0], seen_honest[1], strict=True))
 
 
 def test_identical_systems_with_position_biased_judge_tie(heuristic_run, tmp_path):

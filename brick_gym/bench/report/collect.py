@@ -279,12 +279,13 @@ def _entry(data: ReportData, row: SystemRow, task: Any, rules: Any, judgments: d
 
                 entry.check = check_model_file(model, rules)
                 entry.status = "valid" if entry.check.get("valid") else "invalid"
-        entry.views = _views(folder, "views")
         entry.transcript = _jsonl(safe_file(folder, "transcript.jsonl"), MAX_TRANSCRIPT_RECORDS, entry.notes)
     if isinstance(entry.scored.get("status"), str) and entry.check is None:
         entry.status = entry.scored["status"]
-    if not entry.views and data.scores is not None:
+    if data.scores is not None:  # the views the judge saw: rendered by the scorer from the checked model
         entry.views = _views(data.source, "views", system_folder(row.name), task.id)
+    if not entry.views and folder is not None:
+        entry.views = _views(folder, "views")
     for rec in judgments.get("vqa", []):
         if rec.get("system") == row.name and rec.get("task") == task.id:
             entry.vqa = rec
