@@ -334,9 +334,12 @@ def check_model_file(path: str | os.PathLike[str], rules: Any, *, stability: boo
         return _unusable_report(f"{path}: {exc.strerror or exc}", rules.setting.name)
 
 
-def check_model_text(text: str, name: str, rules: Any, *, stability: bool = True) -> dict[str, Any]:
+def check_model_text(
+    text: str, name: str, rules: Any, *, stability: bool = True, forces: bool = False
+) -> dict[str, Any]:
     """:func:`check_model_file` for LDraw text (e.g. the model a ``build.py`` exported): a brick_gym export carries
-    the build's authored connections (``0 !BRICK_GYM CONNECT`` lines), so they are required exact as in the build."""
+    the build's authored connections (``0 !BRICK_GYM CONNECT`` lines), so they are required exact as in the build.
+    ``forces``: add the force analysis's ``forces`` section beside the verdict (never part of it)."""
     from brick_gym.core.ldraw import LDrawError, PartCountExceeded, read_ldraw
     from brick_gym.core.modelfile import from_model, part_bound
     from brick_gym.core.validity import check_loaded, oversized_report
@@ -348,7 +351,7 @@ def check_model_text(text: str, name: str, rules: Any, *, stability: bool = True
         return oversized_report(rules.setting.name, exc.count, str(exc)).to_json()
     except LDrawError as exc:
         return _unusable_report(str(exc), rules.setting.name)
-    return check_loaded(loaded, stability=stability).to_json()
+    return check_loaded(loaded, stability=stability, forces=forces).to_json()
 
 
 def task_folders(folder: str | os.PathLike[str]) -> list[Path]:

@@ -112,6 +112,7 @@ OPTIONS = (
     "render",
     "views",
     "view_size",
+    "forces",
 )
 """The episode options both faces take as parameters of the same names (setting and inventory are each sample's)."""
 

@@ -24,7 +24,9 @@ folder), and into the sample's store (``brick_gym.model_mpd``, ``brick_gym.verif
 Scorers: ``validity`` (1.0 when the delivered ``model.mpd`` passes the full BrickBench check, the check
 ``brick-gym check`` runs) and, when a ``judge`` model role is configured (``--model-role judge=openai/gpt-4o``),
 ``vqa``: the dependency-gated VQA score of :class:`~brick_gym.rewards.judge_terms.VQATerm` with the judge model
-answering (an invalid model scores 0 and the judge is not asked).
+answering (an invalid model scores 0 and the judge is not asked). ``-T forces=true`` adds the force analysis
+(:mod:`brick_gym.core.forces`: max utilisation, margin, the weakest joints) to ``verification.json``, to the
+``validity`` score's report and explanation, beside BrickBench's verdict, never changing it.
 """
 
 from __future__ import annotations
@@ -118,6 +120,7 @@ def brickbench(
     render: bool = True,
     views: int = 8,
     view_size: int = 512,
+    forces: bool = False,
     out: str | None = None,
     vqa_judge: bool | None = None,
     judge_views: int = 8,
@@ -129,7 +132,7 @@ def brickbench(
     seed_tiktoken_cache()  # Inspect counts tokens with tiktoken: its tables from bpe-openai, never downloaded
     samples = benchmark_samples(setting, tasks, inventory)
     judged = "judge" in model_roles() if vqa_judge is None else bool(vqa_judge)
-    scorers = [validity(), *([vqa(judge_views, judge_size)] if judged else [])]
+    scorers = [validity(forces), *([vqa(judge_views, judge_size)] if judged else [])]
     return Task(
         dataset=MemoryDataset(
             [Sample(input=s.task.prompt, id=s.task.id, metadata=s.metadata()) for s in samples],
@@ -308,21 +311,26 @@ def _deliver(state: TaskState, loop: _EpisodeLoop, sample: FaceSample, out: str 
 
 
 def _explain(report: Mapping[str, Any]) -> str:
+    from brick_gym.core.force_text import forces_summary
+
     head = f"{'valid' if report.get('valid') else 'invalid'}: {report.get('pieces', 0)} piece(s)"
     issues = [str(i.get("message", "")) for i in report.get("issues", [])]
-    return "\n".join([head, *(f"- {m}" for m in issues[:20])] + ([f"... {len(issues) - 20} more"] * (len(issues) > 20)))
+    lines = [head, *(f"- {m}" for m in issues[:20])] + ([f"... {len(issues) - 20} more"] * (len(issues) > 20))
+    forces = report.get("forces")
+    return "\n".join(lines + (forces_summary(forces) if isinstance(forces, Mapping) else []))
 
 
 @scorer(metrics=[mean(), stderr()])
-def validity() -> Scorer:
+def validity(forces: bool = False) -> Scorer:
     """1.0 when the delivered ``model.mpd`` passes the full BrickBench check (part rule, stock, joints, collisions,
-    stability), else 0.0; the report is the score's metadata."""
+    stability), else 0.0; the report is the score's metadata. ``forces``: the report carries the force analysis
+    (``forces``: max utilisation, margin, weakest joints) beside the verdict, which it never changes."""
 
     async def score(state: TaskState, target: Target) -> Score:
         text = state.store.get(MODEL_KEY)
         if text is None:
             return Score(value=0.0, explanation="no model was delivered")
-        report = validity_report(text, FaceSample.from_metadata(state.metadata))
+        report = validity_report(text, FaceSample.from_metadata(state.metadata), forces=forces)
         return Score(
             value=1.0 if report["valid"] else 0.0,
             answer=f"{report.get('pieces', 0)} piece(s)",

@@ -23,10 +23,11 @@ def sample_rules(sample: FaceSample) -> Rules:
     return Rules.for_setting(config.setting, config.inventory)
 
 
-def validity_report(model_mpd: str, sample: FaceSample) -> dict[str, Any]:
+def validity_report(model_mpd: str, sample: FaceSample, *, forces: bool = False) -> dict[str, Any]:
     """The full BrickBench check of the delivered ``model.mpd`` text: the report ``brick-gym check --json`` prints
-    for that file (load problems in front as issues; ``valid`` false when anything could not be loaded)."""
-    return check_model_text(model_mpd, f"{sample.task.id}/model.mpd", sample_rules(sample))
+    for that file (load problems in front as issues; ``valid`` false when anything could not be loaded); with
+    ``forces``, as ``check --forces --json`` prints it (the force analysis beside the verdict)."""
+    return check_model_text(model_mpd, f"{sample.task.id}/model.mpd", sample_rules(sample), forces=forces)
 
 
 def delivered_assembly(model_mpd: str, sample: FaceSample) -> Assembly:

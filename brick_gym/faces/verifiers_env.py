@@ -22,6 +22,9 @@ the base plate's share).
 ``setting="fidelity"`` draws ``num_targets`` targets of the env's generator (``seed``, ``kinds``, ``size``); the
 other settings read a BrickBench task file (``tasks``; default: the project's suite) with ``inventory`` for
 Alt-Build. ``vf.load_environment("brick-gym", ...)`` finds this function through ``brick_gym.load_environment``.
+``forces=True`` adds the force analysis (max utilisation, margin, the weakest joints) to each rollout's
+``verification.json`` (``state["brick_gym"]["verification"]["report"]["forces"]``), beside the verdict, never
+changing it.
 """
 
 from __future__ import annotations
@@ -292,6 +295,7 @@ def load_environment(
     render: bool = False,
     views: int = 8,
     view_size: int = 512,
+    forces: bool = False,
     judge: str | None = None,
     judge_views: int = 8,
     judge_size: int = JUDGE_IMAGE_SIZE,

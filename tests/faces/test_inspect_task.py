@@ -165,6 +165,29 @@ def test_a_judge_role_adds_the_gated_vqa_score(tmp_path: Path, script, inspect_m
     assert calls == [1]
 
 
+def test_forces_go_beside_the_verdict_in_the_score_and_the_delivery(tmp_path: Path, script, inspect_model) -> None:
+    """``-T forces=true``: the validity score's report and ``verification.json`` carry the force analysis (the
+    same section ``brick-gym check --forces --json`` prints), its summary is in the explanation, the verdict is
+    unchanged; without it neither has one."""
+    from brick_gym.bench.submission import check_model_text
+    from brick_gym.faces.scoring import sample_rules
+
+    log = run_eval(brickbench(setting="model", render=False, forces=True), inspect_model(script), tmp_path, limit=1)
+    (sample,) = log.samples
+    score = sample.scores["validity"]
+    forces = score.metadata["report"]["forces"]
+    assert score.value == 1.0 and forces["max_utilisation"] >= 0 and isinstance(forces["weakest"], list)
+    (task_sample,) = benchmark_samples("model")[:1]
+    expected = check_model_text(sample.store[MODEL_KEY], "model-001/model.mpd", sample_rules(task_sample), forces=True)
+    timeless = {k: v for k, v in forces.items() if k != "seconds"}
+    assert timeless == {k: v for k, v in expected["forces"].items() if k != "seconds"}
+    assert "forces: max utilisation" in score.explanation
+    assert sample.store[VERIFICATION_KEY]["report"]["forces"]["max_utilisation"] == forces["max_utilisation"]
+    (plain,) = run_eval(brickbench(setting="model", render=False), inspect_model(script), tmp_path, limit=1).samples
+    assert "forces" not in plain.scores["validity"].metadata["report"]
+    assert "forces" not in plain.store[VERIFICATION_KEY]["report"]
+
+
 def test_turns_without_tool_calls_are_nudged_then_end_the_sample(tmp_path: Path, inspect_model) -> None:
     (sample,) = run_eval(brickbench(setting="model", render=False), inspect_model([]), tmp_path, limit=1).samples
     assert [m.role for m in sample.messages[2:]] == ["assistant", "user", "assistant", "user", "assistant"]

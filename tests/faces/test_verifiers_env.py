@@ -63,6 +63,16 @@ def test_a_scripted_model_builds_a_valid_model_with_weighted_rewards(
     assert len(received) == len(script)
 
 
+def test_forces_go_beside_the_verdict_in_each_rollouts_delivery(script, scripted_server) -> None:
+    env = load_environment(setting="model", forces=True)
+    with scripted_server(script) as (url, _):
+        (output,) = evaluate(env, url)
+    book = output["brick_gym"]
+    forces = book["verification"]["report"]["forces"]
+    assert book["valid"] is True and forces["max_utilisation"] >= 0 and isinstance(forces["weakest"], list)
+    assert output["metrics"]["validity"] == 1.0
+
+
 def test_unknown_or_unavailable_rewards_are_refused() -> None:
     with pytest.raises(ValueError, match=r"unknown or unavailable reward\(s\) \['fidelity'\]"):
         load_environment(setting="model", rewards={"fidelity": 1.0})
