@@ -22,10 +22,11 @@ With ``gate_on_validity=True`` (the default) an assembly that fails the full Bri
 judge is not asked (BrickBench: an invalid assembly scores 0). The check is ``ctx.report`` when the env provides
 it (it does on terminal steps), else it is run here.
 
-What happened is recorded in ``ctx.cache[term.name]`` (raw replies, parsed answers, scores, attempts) for logging,
-and in ``ctx.episode[term.name]`` (so an env keeps its episode's last judgement until the next reset), and counted on the term (:attr:`VQATerm.stats`). Terms are picklable: judge backends are pickled without their
-locks and loaded resources (a transformers model, an HTTP client), which are recreated on first use after
-unpickling; a :class:`CachedJudge` re-reads nothing and keeps appending to the same file.
+What happened is recorded in ``ctx.cache[term.name]`` (raw replies, parsed answers, scores, attempts) for logging, and
+in ``ctx.episode[term.name]`` (so an env keeps its episode's last judgement until the next reset), and counted on the
+term (:attr:`VQATerm.stats`). Terms are picklable: judge backends are pickled without their locks and loaded resources
+(a transformers model, an HTTP client), which are recreated on first use after unpickling; a :class:`CachedJudge`
+re-reads nothing and keeps appending to the same file.
 """
 
 from __future__ import annotations
@@ -226,13 +227,13 @@ class _JudgeTerm:
 
 class VQATerm(_JudgeTerm):
     """BrickBench's VQA score of the final assembly as a terminal reward (the gated score, 0..1).
-
-    ``questions``: a :class:`QuestionGraph` (or the question dicts/``Question`` s of one, validated strictly);
-    ``prompt``: the task's text brief. With both None, each episode's task supplies them (``ctx.task.prompt`` and
-    ``ctx.task.extras["questions"]``, a :class:`QuestionGraph`): one term for a level of many prompts. ``views``/``size``/``backend``: what is rendered (BrickBench: 8 views at
-    1024²; 512² is the cheaper default for training). ``retries``: extra attempts after an unparsed reply.
-    ``max_new_tokens``: the reply budget (the paper: 2048). ``soft``: pay :func:`soft_gated` of the reply's
-    ``p_yes`` when the backend supplies one for every question. ``cache``: wrap ``judge`` in a
+ ``questions``: a :class:`QuestionGraph` (or the question dicts/``Question`` s of one, validated strictly); ``prompt``:
+the task's text brief. With both None, each episode's task supplies them (``ctx.task.prompt`` and
+``ctx.task.extras["questions"]``, a :class:`QuestionGraph`): one term for a level of many prompts.
+``views``/``size``/``backend``: what is rendered (BrickBench: 8 views at 1024²; 512² is the cheaper default for
+training). ``retries``: extra attempts after an unparsed reply. ``max_new_tokens``: the reply budget (the paper: 2048).
+``soft``: pay :func:`soft_gated` of the reply's ``p_yes`` when the backend supplies one for every question. ``cache``:
+wrap ``judge`` in a
     :class:`CachedJudge` on this JSONL path.
 
     After each call ``ctx.cache[name]`` holds ``{"reply", "replies", "answers", "gated", "flat", "soft", "parsed",

@@ -3,10 +3,10 @@
 A level file names its task family and the family's parameters (``[task]``), the env's static shapes, budgets and
 encoding (``[env]``: :class:`~brick_gym.envs.episode.EnvConfig` fields), the reward weights (``[rewards]``, over the
 standard terms), the disjoint train and test task-seed ranges (``[split]``), the episodes an evaluation plays
-(``[eval]``) and the score with its normalisers (``[score]``). A judged level adds ``[judge]`` (the judge ``spec``,
-e.g. ``env:BRICK_GYM_JUDGE``, and the renders it is shown: ``views``, ``size``, ``retries``) and a ``vqa`` reward
-weight; ``headline = false`` keeps a benchmark level out of the headline score. Everything an evaluation depends on is in the file,
-so a published score names the suite version and is reproducible from it.
+(``[eval]``) and the score with its normalisers (``[score]``). A judged level adds ``[judge]`` (the judge ``spec``, e.g.
+``env:BRICK_GYM_JUDGE``, and the renders it is shown: ``views``, ``size``, ``retries``) and a ``vqa`` reward weight;
+``headline = false`` keeps a benchmark level out of the headline score. Everything an evaluation depends on is in the
+file, so a published score names the suite version and is reproducible from it.
 """
 
 from __future__ import annotations
@@ -205,4 +205,15 @@ def level(name: str | Level, version: str = SUITE_VERSION) -> Level:
     return found[name]
 
 
-__all__ = ["GATES", "METRICS", "OBSERVATIONS", "SUITE_VERSION", "TRACKS", "Level", "LevelError", "Score", "level", "levels"]
+__all__ = [
+    "GATES",
+    "METRICS",
+    "OBSERVATIONS",
+    "SUITE_VERSION",
+    "TRACKS",
+    "Level",
+    "LevelError",
+    "Score",
+    "level",
+    "levels",
+]
