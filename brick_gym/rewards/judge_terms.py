@@ -227,14 +227,14 @@ class _JudgeTerm:
 
 class VQATerm(_JudgeTerm):
     """BrickBench's VQA score of the final assembly as a terminal reward (the gated score, 0..1).
- ``questions``: a :class:`QuestionGraph` (or the question dicts/``Question`` s of one, validated strictly); ``prompt``:
-the task's text brief. With both None, each episode's task supplies them (``ctx.task.prompt`` and
-``ctx.task.extras["questions"]``, a :class:`QuestionGraph`): one term for a level of many prompts.
-``views``/``size``/``backend``: what is rendered (BrickBench: 8 views at 1024²; 512² is the cheaper default for
-training). ``retries``: extra attempts after an unparsed reply. ``max_new_tokens``: the reply budget (the paper: 2048).
-``soft``: pay :func:`soft_gated` of the reply's ``p_yes`` when the backend supplies one for every question. ``cache``:
-wrap ``judge`` in a
-    :class:`CachedJudge` on this JSONL path.
+
+    ``questions``: a :class:`QuestionGraph` (or the question dicts/``Question`` s of one, validated strictly);
+    ``prompt``: the task's text brief. With both None, each episode's task supplies them (``ctx.task.prompt`` and
+    ``ctx.task.extras["questions"]``, a :class:`QuestionGraph`): one term for a level of many prompts.
+    ``views``/``size``/``backend``: what is rendered (BrickBench: 8 views at 1024²; 512² is the cheaper default for
+    training). ``retries``: extra attempts after an unparsed reply. ``max_new_tokens``: the reply budget (the
+    paper: 2048). ``soft``: pay :func:`soft_gated` of the reply's ``p_yes`` when the backend supplies one for every
+    question. ``cache``: wrap ``judge`` in a :class:`CachedJudge` on this JSONL path.
 
     After each call ``ctx.cache[name]`` holds ``{"reply", "replies", "answers", "gated", "flat", "soft", "parsed",
     "attempts", "skipped", "value"}`` (``answers`` keyed by question key; ``skipped`` is ``"invalid"`` when the
