@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import time
 from pathlib import Path
 
 import numpy as np
@@ -195,10 +194,10 @@ def test_a_tiny_transformers_vlm_judges_one_episode_end_to_end() -> None:
     pytest.importorskip("transformers")
     from brick_gym.judges.backends import TransformersJudge
 
-    judge = TransformersJudge(str(TINY_VLM), revision=None, batch_size=1)
-    t0 = time.perf_counter()
+    # the random tiny model rarely stops early: cap its replies (the level asks for up to 2048 tokens, twice)
+    judge = TransformersJudge(str(TINY_VLM), revision=None, batch_size=1, generate_kwargs={"max_new_tokens": 16})
     result = evaluate(PlaceThenStop(1), LID, episodes=1, judge=judge)
     episode = result["episodes"][0]
-    assert result["judge"].startswith("transformers:") and episode["valid"]
+    assert result["judge"] == f"transformers:{TINY_VLM}" and episode["valid"] and episode["pieces"] == 2
     assert 0.0 <= episode["vqa"] <= 1.0 and episode["raw"] == episode["vqa"]
-    assert time.perf_counter() - t0 < 60
+    assert judge._hf_model is not None  # the model was loaded and asked: the real loading and generation path
