@@ -286,6 +286,7 @@ class Episode:
             target=self.task.target_voxels,
             episode=self.scratch,
             progress=self.progress,
+            task=self.task,
         )
         if terminal and self.rewards.needs_report():
             from brick_gym.core.validity import check

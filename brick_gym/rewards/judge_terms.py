@@ -22,10 +22,11 @@ With ``gate_on_validity=True`` (the default) an assembly that fails the full Bri
 judge is not asked (BrickBench: an invalid assembly scores 0). The check is ``ctx.report`` when the env provides
 it (it does on terminal steps), else it is run here.
 
-What happened is recorded in ``ctx.cache[term.name]`` (raw replies, parsed answers, scores, attempts) for logging,
-and counted on the term (:attr:`VQATerm.stats`). Terms are picklable: judge backends are pickled without their
-locks and loaded resources (a transformers model, an HTTP client), which are recreated on first use after
-unpickling; a :class:`CachedJudge` re-reads nothing and keeps appending to the same file.
+What happened is recorded in ``ctx.cache[term.name]`` (raw replies, parsed answers, scores, attempts) for logging, and
+in ``ctx.episode[term.name]`` (so an env keeps its episode's last judgement until the next reset), and counted on the
+term (:attr:`VQATerm.stats`). Terms are picklable: judge backends are pickled without their locks and loaded resources
+(a transformers model, an HTTP client), which are recreated on first use after unpickling; a :class:`CachedJudge`
+re-reads nothing and keeps appending to the same file.
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ def _open_record(term: Any, ctx: RewardContext, fields: dict[str, Any]) -> tuple
     """Start a term's log record in ``ctx.cache`` and apply the validity gate: (record, judge it?)."""
     term.stats["calls"] += 1
     record: dict[str, Any] = {**fields, "parsed": False, "attempts": 0, "skipped": None, "value": 0.0}
-    ctx.cache[term.name] = record
+    ctx.cache[term.name] = ctx.episode[term.name] = record
     if term.gate_on_validity and _is_invalid(ctx):
         term.stats["gated_out"] += 1
         record["skipped"] = "invalid"
@@ -229,12 +230,13 @@ class VQATerm(_JudgeTerm):
     """BrickBench's VQA score of the final assembly as a terminal reward (the gated score, 0..1).
 
     ``questions``: a :class:`QuestionGraph` (or the question dicts/``Question`` s of one, validated strictly);
-    ``prompt``: the task's text brief. ``views``/``size``/``backend``: what is rendered (BrickBench: 8 views at
-    1024², the one judge image size everywhere in brick_gym; a smaller ``size`` trains cheaper, but the judge then
-    sees other pictures than BrickBench's). ``retries``: extra attempts after an unparsed reply.
-    ``max_new_tokens``: the reply budget (the paper: 2048). ``soft``: pay :func:`soft_gated` of the reply's
-    ``p_yes`` when the backend supplies one for every question. ``cache``: wrap ``judge`` in a
-    :class:`CachedJudge` on this JSONL path.
+    ``prompt``: the task's text brief. With both None, each episode's task supplies them (``ctx.task.prompt`` and
+    ``ctx.task.extras["questions"]``, a :class:`QuestionGraph`): one term for a level of many prompts.
+    ``views``/``size``/``backend``: what is rendered (BrickBench: 8 views at 1024², the one judge image size
+    everywhere in brick_gym; a smaller ``size`` trains cheaper, but the judge then sees other pictures than
+    BrickBench's). ``retries``: extra attempts after an unparsed reply. ``max_new_tokens``: the reply budget (the
+    paper: 2048). ``soft``: pay :func:`soft_gated` of the reply's ``p_yes`` when the backend supplies one for every
+    question. ``cache``: wrap ``judge`` in a :class:`CachedJudge` on this JSONL path.
 
     After each call ``ctx.cache[name]`` holds ``{"reply", "replies", "answers", "gated", "flat", "soft", "parsed",
     "attempts", "skipped", "value"}`` (``answers`` keyed by question key; ``skipped`` is ``"invalid"`` when the
@@ -245,8 +247,8 @@ class VQATerm(_JudgeTerm):
     def __init__(
         self,
         judge: JudgeBackend,
-        questions: QuestionGraph | Iterable[Question | Mapping[str, Any]],
-        prompt: str,
+        questions: QuestionGraph | Iterable[Question | Mapping[str, Any]] | None,
+        prompt: str | None,
         views: int = 8,
         size: int = JUDGE_IMAGE_SIZE,
         soft: bool = False,
@@ -258,12 +260,16 @@ class VQATerm(_JudgeTerm):
         cache: str | os.PathLike[str] | None = None,
         name: str = "vqa",
     ) -> None:
-        if not isinstance(prompt, str) or not prompt.strip():
+        if (prompt is None) != (questions is None):
+            raise ValueError("VQATerm takes both the prompt and the questions, or neither (the task's own)")
+        if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
             raise ValueError("VQATerm needs the task's text prompt")
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
         self.judge = _with_cache(judge, cache)
-        self.questions = questions if isinstance(questions, QuestionGraph) else QuestionGraph(questions)
+        self.questions = (
+            questions if questions is None or isinstance(questions, QuestionGraph) else QuestionGraph(questions)
+        )
         self.prompt = prompt
         self.views = int(views)
         self.size = int(size)
@@ -281,20 +287,38 @@ class VQATerm(_JudgeTerm):
 
     def __repr__(self) -> str:
         return (
-            f"VQATerm(name={self.name!r}, judge={self.judge!r}, questions={len(self.questions)}, "
+            f"VQATerm(name={self.name!r}, judge={self.judge!r}, "
+            f"questions={'per task' if self.questions is None else len(self.questions)}, "
             f"views={self.views}, size={self.size}, soft={self.soft}, gate_on_validity={self.gate_on_validity})"
         )
 
-    def request(self, pieces: Any) -> JudgeRequest:
-        """The VQA request for an assembly (or anything :func:`~brick_gym.render.render_views` accepts)."""
-        images = _render(pieces, self.views, self.size, self.backend)
-        return vqa_request(images, self.prompt, self.questions, max_new_tokens=self.max_new_tokens)
+    def task_text(self, ctx: RewardContext) -> tuple[str, QuestionGraph]:
+        """The prompt and question graph to judge ``ctx`` by: the term's own, else the episode task's."""
+        if self.prompt is not None and self.questions is not None:
+            return self.prompt, self.questions
+        task = ctx.task
+        graph = None if task is None else task.extras.get("questions")
+        if task is None or not task.prompt or not isinstance(graph, QuestionGraph):
+            raise ValueError(
+                f"{self.name}: a per-task VQA term needs the episode's task with a prompt and extras['questions']"
+            )
+        return task.prompt, graph
 
-    def _soft_value(self, reply: JudgeReply) -> float | None:
+    def request(self, pieces: Any, prompt: str | None = None, questions: QuestionGraph | None = None) -> JudgeRequest:
+        """The VQA request for an assembly (or anything :func:`~brick_gym.render.render_views` accepts), asking
+        the term's prompt and questions unless others are given."""
+        prompt = self.prompt if prompt is None else prompt
+        questions = self.questions if questions is None else questions
+        if prompt is None or questions is None:
+            raise ValueError(f"{self.name}: a per-task VQA term needs the prompt and questions of the request")
+        images = _render(pieces, self.views, self.size, self.backend)
+        return vqa_request(images, prompt, questions, max_new_tokens=self.max_new_tokens)
+
+    def _soft_value(self, reply: JudgeReply, questions: QuestionGraph) -> float | None:
         p_yes = reply.p_yes
-        if not self.soft or not p_yes or set(p_yes) != set(range(1, len(self.questions) + 1)):
+        if not self.soft or not p_yes or set(p_yes) != set(range(1, len(questions) + 1)):
             return None
-        return float(soft_gated(self.questions, p_yes))
+        return float(soft_gated(questions, p_yes))
 
     def __call__(self, ctx: RewardContext) -> float:
         record, judge = _open_record(
@@ -302,19 +326,20 @@ class VQATerm(_JudgeTerm):
         )
         if not judge:
             return 0.0
-        request = self.request(ctx.assembly)
-        n = len(self.questions)
+        prompt, questions = self.task_text(ctx)
+        request = self.request(ctx.assembly, prompt, questions)
+        n = len(questions)
         for attempt in range(1 + self.retries):
             reply = _ask(self.judge, [request], again=attempt > 0)[0]
             self.stats["requests"] += 1
             record["attempts"] = attempt + 1
             record["reply"] = reply.text
             record["replies"].append(reply.text)
-            soft = self._soft_value(reply)
+            soft = self._soft_value(reply, questions)
             answers = parse_vqa_reply(reply.text, n)
             if answers is not None:
-                score = score_vqa(self.questions, answers)
-                keys = self.questions.keys
+                score = score_vqa(questions, answers)
+                keys = questions.keys
                 record.update(
                     parsed=True,
                     answers={keys[i - 1]: yes for i, yes in answers.items()},

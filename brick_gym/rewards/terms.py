@@ -37,6 +37,9 @@ class RewardContext:
     progress: Any = None
     """The episode's :class:`~brick_gym.core.progress.TargetProgress` when the caller keeps one (environments do),
     so that Δ-fidelity costs the new piece's cells; without it the terms measure the assembly from scratch."""
+    task: Any = None
+    """The episode's :class:`~brick_gym.envs.episode.EnvTask` when an env provides it (per-task terms read their
+    prompt and question graph from it)."""
 
 
 class RewardTerm(Protocol):

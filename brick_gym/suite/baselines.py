@@ -129,8 +129,14 @@ BASELINES = {"random": RandomMasked, "first-legal": FirstLegal, "greedy-oracle":
 """Name → factory (``random`` takes a seed)."""
 
 
-def applies(name: str, encoding: str) -> bool:
-    """Whether baseline ``name`` can play a level with this action encoding."""
+PRIVILEGED = ("greedy-oracle", "heuristic")
+"""The baselines that read the true target (so they play only levels that have one)."""
+
+
+def applies(name: str, encoding: str, has_target: bool = True) -> bool:
+    """Whether baseline ``name`` can play a level with this action encoding (and a target, or none)."""
+    if name in PRIVILEGED and not has_target:
+        return False
     return Heuristic.applies(encoding) if name == "heuristic" else True
 
 
@@ -141,4 +147,4 @@ def baseline(name: str, seed: int = 0) -> Any:
     return RandomMasked(seed) if name == "random" else BASELINES[name]()
 
 
-__all__ = ["BASELINES", "FirstLegal", "GreedyOracle", "Heuristic", "RandomMasked", "applies", "baseline"]
+__all__ = ["BASELINES", "PRIVILEGED", "FirstLegal", "GreedyOracle", "Heuristic", "RandomMasked", "applies", "baseline"]

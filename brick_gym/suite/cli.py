@@ -9,6 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+JUDGE_HELP = (
+    "the judge of a judged level (prompts-model): a judge spec, e.g. openai:MODEL@URL or transformers:PATH "
+    "(default: $BRICK_GYM_JUDGE); results with different judges are not comparable"
+)
+
 
 def _count(text: str) -> int:
     """A non-negative integer argument."""
@@ -34,7 +39,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _policy(args: argparse.Namespace) -> tuple[Any, str]:
-    from brick_gym.suite.baselines import BASELINES, baseline
+    from brick_gym.suite.baselines import BASELINES, applies, baseline
+    from brick_gym.suite.levels import level
 
     if args.model:
         from sb3_contrib import MaskablePPO
@@ -42,6 +48,9 @@ def _policy(args: argparse.Namespace) -> tuple[Any, str]:
         return MaskablePPO.load(args.model, device="cpu"), args.name or Path(args.model).stem
     if args.policy not in BASELINES:
         raise ValueError(f"--policy must be one of {', '.join(BASELINES)} (or give --model PATH.zip)")
+    lv = level(args.level)
+    if not applies(args.policy, lv.env["encoding"], lv.has_target):
+        raise ValueError(f"baseline {args.policy!r} does not play level {lv.id!r} (it needs a target or a list)")
     return baseline(args.policy, args.seed), args.name or args.policy
 
 
@@ -51,7 +60,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     try:
         policy, name = _policy(args)
-        result = evaluate(policy, args.level, args.episodes, policy_name=name, timesteps_trained=args.timesteps)
+        result = evaluate(
+            policy, args.level, args.episodes, policy_name=name, timesteps_trained=args.timesteps, judge=args.judge
+        )
     except (KeyError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -72,7 +83,12 @@ def cmd_report(args: argparse.Namespace) -> int:
             summary = rescore(args.out, args.note or ())
         else:
             summary = run_baselines(
-                args.baselines, args.levels, tuple(args.seeds), args.out, log=lambda line: print(line, flush=True)
+                args.baselines,
+                args.levels,
+                tuple(args.seeds),
+                args.out,
+                log=lambda line: print(line, flush=True),
+                judge=args.judge,
             )
         if args.readme:
             write_front_table(summary, args.readme)
@@ -126,6 +142,7 @@ def add_suite_commands(sub: Any) -> None:
     p.add_argument("--timesteps", type=_count, help="environment steps the policy was trained for")
     p.add_argument("--out", help="write the result JSON here")
     p.add_argument("--json", action="store_true", help="print the whole result")
+    p.add_argument("--judge", help=JUDGE_HELP)
     p.set_defaults(func=cmd_eval)
 
     p = cmds.add_parser("report", help="run the baselines on the levels and write the summary")
@@ -141,6 +158,7 @@ def add_suite_commands(sub: Any) -> None:
     p.add_argument("--rescore", action="store_true", help="rebuild the summary from the result files in --out")
     p.add_argument("--note", action="append", help="a line under the summary's table (with --rescore; repeatable)")
     p.add_argument("--readme", help="also rewrite the suite table between the markers in this file (e.g. README.md)")
+    p.add_argument("--judge", help=JUDGE_HELP)
     p.set_defaults(func=cmd_report)
 
     p = cmds.add_parser("train", help="train the learned baseline (MaskablePPO) on levels and write its results")

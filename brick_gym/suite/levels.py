@@ -3,8 +3,10 @@
 A level file names its task family and the family's parameters (``[task]``), the env's static shapes, budgets and
 encoding (``[env]``: :class:`~brick_gym.envs.episode.EnvConfig` fields), the reward weights (``[rewards]``, over the
 standard terms), the disjoint train and test task-seed ranges (``[split]``), the episodes an evaluation plays
-(``[eval]``) and the score with its normalisers (``[score]``). Everything an evaluation depends on is in the file,
-so a published score names the suite version and is reproducible from it.
+(``[eval]``) and the score with its normalisers (``[score]``). A judged level adds ``[judge]`` (the judge ``spec``, e.g.
+``env:BRICK_GYM_JUDGE``, and the renders it is shown: ``views``, ``size``, ``retries``) and a ``vqa`` reward weight;
+``headline = false`` keeps a benchmark level out of the headline score. Everything an evaluation depends on is in the
+file, so a published score names the suite version and is reproducible from it.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ TRACKS = ("benchmark", "assisted")
 """``benchmark``: nothing computed from the target orders, filters or annotates the actions (the staged
 encoding); ``assisted``: the target-ranked candidate list with per-candidate target agreement (opt-in, labelled,
 never in the headline)."""
-METRICS = ("fidelity_mean", "fidelity", "fidelity_colour", "exact", "reach")
+METRICS = ("fidelity_mean", "fidelity", "fidelity_colour", "exact", "reach", "vqa")
 """Per-episode raw scores: the mean of shape and colour IoU against the target, either alone, 1 for a build
-that is the target (both IoUs 1) and 0 otherwise, or the progress towards the target's goal cells
-(:mod:`brick_gym.core.reach`)."""
+that is the target (both IoUs 1) and 0 otherwise, the progress towards the target's goal cells
+(:mod:`brick_gym.core.reach`), or the judge's gated VQA pass fraction on the prompt's question graph."""
+OBSERVATIONS = ("voxels", "plans", "prompt")
 GATES = ("none", "valid", "forces")
 """``valid``: an episode whose final build fails BrickBench's full check (collision, stability, stock, part
 limit) scores 0; ``forces``: so does one with any joint beyond its capacity in the force model
@@ -62,14 +65,24 @@ class Level:
     episodes: int
     score: Score
     observation: str = "voxels"
-    """``voxels``: the target's occupancy and colours; ``plans``: plan images instead (the voxels withheld)."""
+    """``voxels``: the target's occupancy and colours; ``plans``: plan images instead (the voxels withheld);
+    ``prompt``: the task's text prompt as byte tokens (no target exists)."""
     version: str = SUITE_VERSION
     extras: dict[str, Any] = field(default_factory=dict)
+    judge: dict[str, Any] | None = None
+    """The ``[judge]`` table of a level scored by a vision-language judge (else None)."""
+    in_headline: bool = True
+    """The file's ``headline`` key: False keeps a benchmark level out of the headline score."""
 
     @property
     def headline(self) -> bool:
-        """Whether the level counts towards the headline score (benchmark track only)."""
-        return self.track == "benchmark"
+        """Whether the level counts towards the headline score (benchmark track, not opted out)."""
+        return self.track == "benchmark" and self.in_headline
+
+    @property
+    def has_target(self) -> bool:
+        """Whether the level's tasks have a target (all but the prompt-conditioned ones)."""
+        return self.observation != "prompt"
 
     def seeds(self, split: str) -> tuple[int, int]:
         """The inclusive task-seed range of ``split`` (``train`` or ``test``)."""
@@ -104,7 +117,7 @@ def _range(name: str, value: Any, where: str) -> tuple[int, int]:
 def parse_level(data: dict[str, Any], where: str) -> Level:
     """A :class:`Level` from a level file's tables; :class:`LevelError` names what is wrong."""
     known = {"id", "title", "track", "description", "task", "env", "rewards", "split", "eval", "score", "observation"}
-    unknown = set(data) - known - {"extras"}
+    unknown = set(data) - known - {"extras", "judge", "headline"}
     if unknown:
         raise LevelError(f"{where}: unknown keys {sorted(unknown)}")
     missing = known - set(data) - {"observation"}
@@ -128,8 +141,15 @@ def parse_level(data: dict[str, Any], where: str) -> Level:
     if (data["track"] == "benchmark") != (encoding == "staged"):
         raise LevelError(f"{where}: the benchmark track uses the staged encoding and only it, got {encoding!r}")
     observation = data.get("observation", "voxels")
-    if observation not in ("voxels", "plans"):
-        raise LevelError(f"{where}: observation must be 'voxels' or 'plans', got {observation!r}")
+    if observation not in OBSERVATIONS:
+        raise LevelError(f"{where}: observation must be one of {OBSERVATIONS}, got {observation!r}")
+    judge = data.get("judge")
+    if (judge is not None) != (score["metric"] == "vqa") or (judge is not None) != ("vqa" in data["rewards"]):
+        raise LevelError(f"{where}: a [judge] table, the vqa metric and a vqa reward weight go together")
+    if judge is not None and not isinstance(judge.get("spec"), str):
+        raise LevelError(f"{where}: judge.spec must be a judge spec or env:VARIABLE, got {judge.get('spec')!r}")
+    if not isinstance(data.get("headline", True), bool):
+        raise LevelError(f"{where}: headline must be true or false, got {data['headline']!r}")
     return Level(
         id=data["id"],
         title=data["title"],
@@ -144,6 +164,8 @@ def parse_level(data: dict[str, Any], where: str) -> Level:
         score=Score(score["metric"], score.get("gate", "none"), float(score["low"]), float(score.get("high", 1.0))),
         observation=observation,
         extras=dict(data.get("extras", {})),
+        judge=None if judge is None else dict(judge),
+        in_headline=data.get("headline", True),
     )
 
 
@@ -183,4 +205,15 @@ def level(name: str | Level, version: str = SUITE_VERSION) -> Level:
     return found[name]
 
 
-__all__ = ["GATES", "METRICS", "SUITE_VERSION", "TRACKS", "Level", "LevelError", "Score", "level", "levels"]
+__all__ = [
+    "GATES",
+    "METRICS",
+    "OBSERVATIONS",
+    "SUITE_VERSION",
+    "TRACKS",
+    "Level",
+    "LevelError",
+    "Score",
+    "level",
+    "levels",
+]

@@ -17,6 +17,7 @@ import numpy as np
 
 from brick_gym.core.colours import colour
 from brick_gym.core.voxels import VoxelGrid, target_tensor
+from brick_gym.suite.withheld import TargetWithheld
 
 BACKGROUND = (255, 255, 255)
 RULER = (0, 0, 0)
@@ -67,30 +68,18 @@ def plan_images(grid: VoxelGrid, size: int = 80, box: tuple[int, int, int] = (8,
     return out
 
 
-class PlanObservation(gym.ObservationWrapper):
+class PlanObservation(TargetWithheld):
     """A level's env with the target's voxels withheld and its plan images observed (``plans``)."""
 
+    key = "plans"
+
     def __init__(self, env: gym.Env, size: int = 80) -> None:
-        super().__init__(env)
         self.size = size
-        spaces = {k: v for k, v in env.observation_space.spaces.items() if k not in ("target", "target_colour")}
-        spaces["plans"] = gym.spaces.Box(0, 255, shape=(size, 3 * size, 3), dtype=np.uint8)
-        self.observation_space = gym.spaces.Dict(spaces)
-        self._plan: tuple[int, np.ndarray] | None = None
+        super().__init__(env, gym.spaces.Box(0, 255, shape=(size, 3 * size, 3), dtype=np.uint8))
 
-    def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
-        """The observation without the target's voxels, with the task's plan images."""
-        base = self.env.unwrapped
-        grid = base.task.target_voxels
-        if self._plan is None or self._plan[0] != id(grid):
-            self._plan = (id(grid), plan_images(grid, self.size, base.config.target_box))
-        out = {k: v for k, v in observation.items() if k not in ("target", "target_colour")}
-        out["plans"] = self._plan[1].copy()
-        return out
-
-    def action_masks(self) -> np.ndarray:
-        """The env's exact mask (MaskablePPO calls this on the outermost env)."""
-        return self.env.unwrapped.action_masks()
+    def conditioning(self, base: Any) -> np.ndarray:
+        """The plan images of the task's target."""
+        return plan_images(base.task.target_voxels, self.size, base.config.target_box)
 
 
 __all__ = ["PlanObservation", "plan_images"]

@@ -2,8 +2,11 @@
 {"baselines": {NAME: {"score", "per_seed"}}}}, "headline": {NAME: S}}``), ``summary.md`` and a plot.
 
 The headline score of a baseline is the mean over the benchmark track's levels of its normalised level score
-(assisted levels are reported beside, never in it). Deterministic baselines are run once (more seeds would
-repeat the same episodes); the random one on each of ``seeds``.
+(assisted levels are reported beside, never in it, as are levels whose file opts out: the judged level). Deterministic
+baselines are run once (more seeds would repeat the same episodes); the random one on each of ``seeds``.
+
+A judged level with no judge configured is listed as ``needs a judge — no published baseline`` when the report
+covers every level, and refused (:class:`~brick_gym.suite.prompts.JudgeMissing`) when it is named.
 """
 
 from __future__ import annotations
@@ -15,9 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from brick_gym.judges.requests import JudgeBackend
 from brick_gym.suite.baselines import applies, baseline
-from brick_gym.suite.levels import SUITE_VERSION, level, levels
+from brick_gym.suite.levels import SUITE_VERSION, Level, level, levels
+from brick_gym.suite.prompts import JUDGE_ENV, judge_configured, resolve_judge
 from brick_gym.suite.protocol import evaluate, raw_score
+
+NEEDS_JUDGE = "needs a judge — no published baseline"
 
 SEEDED = ("random",)
 """Baselines whose runs differ by seed."""
@@ -34,25 +41,47 @@ def _baseline_entry(per_seed: list[float], results: list[dict]) -> dict:
     }
 
 
+def _entry(lv: Level) -> dict[str, Any]:
+    """A level's summary entry before its baselines: its track, and whether it is out of the headline."""
+    entry: dict[str, Any] = {"track": lv.track, "baselines": {}}
+    if lv.track == "benchmark" and not lv.headline:
+        entry["headline"] = False
+    return entry
+
+
+def _needs_judge(lv: Level) -> dict[str, Any]:
+    """The entry of a judged level that no judge scored: listed, with no numbers."""
+    return {**_entry(lv), "needs_judge": JUDGE_ENV}
+
+
 def run_baselines(
     names: Sequence[str],
     level_ids: Sequence[str] | None = None,
     seeds: Sequence[int] = (0, 1, 2),
     out: str | Path | None = None,
     log: Callable[[str], None] | None = None,
+    judge: str | JudgeBackend | None = None,
 ) -> dict[str, Any]:
     """Evaluate each baseline on each level (default every level) and return the summary; with ``out``, each
-    result file goes to ``out/results/<level>/<baseline>-seed<k>.json`` and the summary to ``out``."""
+    result file goes to ``out/results/<level>/<baseline>-seed<k>.json`` and the summary to ``out``. ``judge``
+    scores the judged levels (default their files' judge); see the module docstring for a level without one."""
+    named = level_ids is not None
     level_ids = list(level_ids or levels())
     summary: dict[str, Any] = {"suite": SUITE_VERSION, "levels": {}, "headline": {}}
     for lid in level_ids:
-        entry: dict[str, Any] = {"track": level(lid).track, "baselines": {}}
+        lv = level(lid)
+        if lv.judge is not None and judge is None and not judge_configured(lv):
+            if named:
+                resolve_judge(lv)  # raises JudgeMissing, naming the variable
+            summary["levels"][lid] = _needs_judge(lv)
+            continue
+        entry = _entry(lv)
         for name in names:
-            if not applies(name, level(lid).env["encoding"]):
+            if not applies(name, lv.env["encoding"], lv.has_target):
                 continue
             runs = []
             for seed in seeds if name in SEEDED else seeds[:1]:
-                result = evaluate(baseline(name, seed), lid, policy_name=name)
+                result = evaluate(baseline(name, seed), lid, policy_name=name, judge=judge if lv.judge else None)
                 result["baseline_seed"] = seed
                 runs.append(result)
                 if out is not None:
@@ -95,8 +124,10 @@ def rescore(out: str | Path, notes: Sequence[str] = ()) -> dict[str, Any]:
             path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
             runs.setdefault(result["policy"], []).append(result)
         if not runs:
+            if lv.judge is not None:
+                summary["levels"][lid] = _needs_judge(lv)
             continue
-        entry: dict[str, Any] = {"track": lv.track, "baselines": {}}
+        entry = _entry(lv)
         for name, results in runs.items():
             results.sort(key=lambda r: r.get("baseline_seed", 0))
             per_seed = [round(lv.score.normalise(r["raw_mean"]), 6) for r in results]
@@ -107,11 +138,16 @@ def rescore(out: str | Path, notes: Sequence[str] = ()) -> dict[str, Any]:
     return summary
 
 
+def in_headline(entry: dict[str, Any]) -> bool:
+    """Whether a summary entry counts towards the headline: a benchmark level that does not opt out."""
+    return entry.get("track", "benchmark") == "benchmark" and entry.get("headline", True)
+
+
 def headline(summary: dict[str, Any]) -> dict[str, float]:
-    """Per baseline: the mean normalised score over the benchmark track's levels it ran on."""
+    """Per baseline: the mean normalised score over the headline's levels (benchmark track) it ran on."""
     scores: dict[str, list[float]] = {}
     for entry in summary["levels"].values():
-        if entry.get("track", "benchmark") != "benchmark":
+        if not in_headline(entry):
             continue
         for name, b in entry["baselines"].items():
             scores.setdefault(name, []).append(b["score"])
@@ -128,7 +164,7 @@ def markdown(summary: dict[str, Any]) -> str:
         "built exactly and valid, or on goal levels the goal reached by a model that stands and holds); mean over "
         "seeds, each seed in brackets. `greedy-oracle` is privileged: it reads the true target (an oracle-ish upper "
         "reference, not a competitor), as does `heuristic` (the built-in greedy builder, on the candidate-list level "
-        "only). Assisted levels are not in the headline.",
+        "only). Assisted levels are not in the headline, nor is a judged level (its numbers depend on the judge).",
         "",
         "| level | track | " + " | ".join(names) + " |",
         "|---|---|" + "---|" * len(names),
@@ -138,8 +174,11 @@ def markdown(summary: dict[str, Any]) -> str:
         for n in names:
             b = entry["baselines"].get(n)
             cells.append("—" if b is None else f"{b['score']:.3f} ({', '.join(f'{s:.3f}' for s in b['per_seed'])})")
+        if entry.get("needs_judge"):
+            cells = [f"{NEEDS_JUDGE} (set {entry['needs_judge']})", *cells[1:]]
         track = entry.get("track", "benchmark")
-        lines.append(f"| {lid} | {track.upper() if track == 'assisted' else track} | " + " | ".join(cells) + " |")
+        label = track.upper() if track == "assisted" else track + ("" if in_headline(entry) else ", not in headline")
+        lines.append(f"| {lid} | {label} | " + " | ".join(cells) + " |")
     head = summary["headline"]
     lines.append(
         "| **headline** (benchmark levels) | | "
@@ -153,7 +192,7 @@ def markdown(summary: dict[str, Any]) -> str:
 def front_table(summary: dict[str, Any]) -> str:
     """The README's compact table: one row per benchmark level, one column per baseline (mean score only), then
     the headline row; kept in step with ``summary.json`` by a test."""
-    bench = {lid: e for lid, e in summary["levels"].items() if e.get("track", "benchmark") == "benchmark"}
+    bench = {lid: e for lid, e in summary["levels"].items() if in_headline(e)}
     names = sorted({n for e in bench.values() for n in e["baselines"]})
     lines = ["| level | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
     for lid, entry in bench.items():
@@ -187,6 +226,13 @@ def write_summary(summary: dict[str, Any], out: str | Path) -> None:
     plot(summary, folder / "summary.png")
 
 
+def _plot_note(entry: dict[str, Any]) -> str:
+    """A level's tick label suffix: assisted, or needing a judge."""
+    if entry.get("track") == "assisted":
+        return " (assisted)"
+    return " (needs a judge)" if entry.get("needs_judge") else ""
+
+
 def plot(summary: dict[str, Any], path: str | Path) -> None:
     """Grouped bars: each level's normalised score per baseline, each seed a dot, the 0.5 line marked."""
     import matplotlib
@@ -209,7 +255,7 @@ def plot(summary: dict[str, Any], path: str | Path) -> None:
     ax.axhline(0.5, color="grey", linestyle="--", linewidth=0.8)
     ax.set_xticks(np.arange(len(ids)))
     ax.set_xticklabels(
-        [i + (" (assisted)" if summary["levels"][i].get("track") == "assisted" else "") for i in ids],
+        [i + _plot_note(summary["levels"][i]) for i in ids],
         rotation=25,
         ha="right",
         fontsize=8,
@@ -224,9 +270,11 @@ def plot(summary: dict[str, Any], path: str | Path) -> None:
 
 
 __all__ = [
+    "NEEDS_JUDGE",
     "README_MARKERS",
     "front_table",
     "headline",
+    "in_headline",
     "markdown",
     "plot",
     "rescore",

@@ -9,8 +9,10 @@ import pytest
 
 from brick_gym.suite import evaluate, levels, make, make_vec
 from brick_gym.suite.baselines import FirstLegal, GreedyOracle, RandomMasked
+from brick_gym.suite.levels import level
 
-CHEAP = [lid for lid in levels() if lid != "fidelity-large"]
+CHEAP = [lid for lid in levels() if lid != "fidelity-large" and level(lid).judge is None]
+"""Every level but the Set-scale one and the judged one (tests/suite/test_prompt_level.py checks it with a judge)."""
 
 
 def _strip(result: dict) -> dict:
