@@ -19,13 +19,11 @@ class ColumnPolicy(nn.Module):
     """Observation dict (``built``, ``target``: (B, X, H, Z) colour ids 0..C; ``progress``: (B, 4)) → masked action
     logits (B, A) and values (B,). Each column's input is its built and target occupancy and colour per height."""
 
-    def __init__(self, columns: tuple[int, int], height: int, parts: int, colours: int, width: int = 32) -> None:
+    def __init__(self, columns: tuple[int, int], height: int, parts: int, colours: int, width: int = 16) -> None:
         super().__init__()
         self.columns, self.height, self.parts, self.colours = columns, height, parts, colours
         self.trunk = nn.Sequential(
             nn.Conv2d(4 * height + 4, width, 1),
-            nn.ReLU(),
-            nn.Conv2d(width, width, 3, padding=1),
             nn.ReLU(),
             nn.Conv2d(width, width, 3, padding=1),
             nn.ReLU(),

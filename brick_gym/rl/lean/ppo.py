@@ -44,7 +44,8 @@ class LeanConfig:
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
-    width: int = 32
+    width: int = 16
+    """Channels of the policy's convolutions: the update's backward pass through them is most of a run's time."""
     seed: int = 0
     torch_threads: int = 1
     """Fixed, for reproducible numbers: torch's default (a thread per core) oversubscribes shared cores."""
@@ -62,7 +63,7 @@ def _tensors(policy: ColumnPolicy, obs: dict[str, np.ndarray], mask: np.ndarray)
         torch.from_numpy(np.ascontiguousarray(obs["built"])),
         torch.from_numpy(np.ascontiguousarray(obs["target"])),
         torch.from_numpy(np.ascontiguousarray(obs["progress"])),
-        policy.to_native(torch.from_numpy(mask.view(bool) if mask.dtype == np.int8 else mask.astype(bool))),
+        policy.to_native(torch.from_numpy(mask.astype(bool))),
     )
 
 
@@ -228,10 +229,10 @@ def _update(policy: ColumnPolicy, optimiser: torch.optim.Optimizer, batch: dict[
             nn.utils.clip_grad_norm_(policy.parameters(), c.max_grad_norm)
             optimiser.step()
             stats = {
-                "policy_loss": round(float(policy_loss), 5),
-                "value_loss": round(float(value_loss), 5),
-                "entropy": round(float(entropy), 5),
-                "clip_fraction": round(float(((ratio - 1).abs() > c.clip).float().mean()), 4),
+                "policy_loss": round(policy_loss.item(), 5),
+                "value_loss": round(value_loss.item(), 5),
+                "entropy": round(entropy.item(), 5),
+                "clip_fraction": round(((ratio - 1).abs() > c.clip).float().mean().item(), 4),
             }
     return stats
 
