@@ -63,7 +63,7 @@ def _house(r: Region, s: int, pal: Palette) -> list[Layer]:
     w = max(4, min(r.w, 10 * s))
     d = max(4, even(min(r.d, 8 if s == 1 else 14)))
     x0, z0 = r.centred(w, d)
-    walls = 5 if s == 1 else 8
+    walls = 2 + 3 * s
     door_w = 2 if s == 1 else 4
     door = set(rect(x0 + (w - door_w) // 2, z0, door_w, 1))
     layers = []
@@ -99,8 +99,8 @@ def _tree(r: Region, s: int, pal: Palette) -> list[Layer]:
 
 
 def _car(r: Region, s: int, pal: Palette) -> list[Layer]:
-    length = max(6, min(r.w, 8 if s == 1 else 12))
-    width = max(4, even(min(r.d, 4 if s == 1 else 6)))
+    length = max(6, min(r.w, 4 + 4 * s))
+    width = max(4, even(min(r.d, 2 + 2 * s)))
     x0, z0 = r.centred(length, width)
     wheels: dict[Cell, str] = {}
     for wx in (x0 + 1, x0 + length - 3):
@@ -108,14 +108,14 @@ def _car(r: Region, s: int, pal: Palette) -> list[Layer]:
             wheels.update(paint(rect(wx, wz, 2, 2), pal["tyre"]))
     layers = [Layer(wheels, "round"), Layer(paint(rect(x0, z0, length, width), pal["dark"]), "plate")]
     body = paint(rect(x0, z0, length, width), pal["main"])
-    layers.append(Layer(body))
+    layers += [Layer(body) for _ in range(max(1, s - 1))]  # a bigger vehicle stands taller too
     lights = dict(body)
     for z in (z0, z0 + width - 1):  # headlights at the front (+x) corners
         lights[(x0 + length - 1, z)] = pal["light"]
     layers.append(Layer(lights))
     cab = max(3, length // 2)
     cx = x0 + (length - cab) // 2 - (1 if length > 6 else 0)
-    layers.append(Layer(paint(rect(cx, z0, cab, width), pal["window"])))
+    layers += [Layer(paint(rect(cx, z0, cab, width), pal["window"])) for _ in range(max(1, s - 1))]
     layers.append(Layer(paint(rect(cx, z0, cab, width), pal["second"]), "plate"))
     return layers
 

@@ -366,10 +366,11 @@ def _subjects(brief: Brief, setting_name: str) -> list[str]:
     return names[:limit] or ["monument"]
 
 
-def _layout(full: Region, n: int) -> list[Region]:
+def _layout(full: Region, n: int, *, rows: bool = False) -> list[Region]:
     """Regions for ``n`` subjects: the first at the back (the model's front faces -z), the rest side by side in
-    front of it, a free lane between them."""
-    if n <= 2:
+    front of it, a free lane between them; two subjects stand side by side unless ``rows`` (Set: each gets the
+    full width to grow into)."""
+    if n == 1 or (n == 2 and not rows):
         return _regions(full, n)
     back_d = full.d * 11 // 20
     back = Region(full.x0, full.z0 + full.d - back_d, full.w, back_d)
@@ -440,7 +441,7 @@ def _plan(brief: Brief, rules: Rules, scale: int, goal: int, *, border: bool) ->
     full = Region(
         min(xs) + margin, min(zs) + margin, max(xs) - min(xs) + 1 - 2 * margin, max(zs) - min(zs) + 1 - 2 * margin
     )
-    for bp_name, region in zip(names, _layout(full, len(names)), strict=True):
+    for bp_name, region in zip(names, _layout(full, len(names), rows=is_set), strict=True):
         bp = BLUEPRINTS[bp_name]
         planner.build("subjects", bp.make(region, scale, palette_for(bp, brief)))
         planner.plan.blueprints.append(bp_name)
