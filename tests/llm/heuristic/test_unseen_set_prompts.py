@@ -73,7 +73,14 @@ def test_short_subjects_are_built_larger(unseen_plans: dict[str, BuildPlan]) -> 
     assert plan_build(json.loads(default_tasks("set").read_text(encoding="utf-8"))[0]["prompt"], rules).scale == 2
 
 
-@pytest.mark.parametrize("prompt", [_generated(11, 1)[0], "A quokka holding a tiny umbrella"])
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        _generated(11, 1)[0],
+        "A quokka holding a tiny umbrella",
+        "A short, black-haired lord in a red hat and red tunic",  # a statue at scale 5
+    ],
+)
 def test_unseen_subjects_deliver_a_valid_set_model(tmp_path: Path, prompt: str) -> None:
     res = run_episode(BenchTask("set-x", prompt), HeuristicClient(), tmp_path, EpisodeConfig("set", render=False))
     assert res.valid and res.stop_reason == "finish" and res.tool_errors == {}, res.report
