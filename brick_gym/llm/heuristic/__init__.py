@@ -12,7 +12,8 @@ the placements in batches, then ``check`` and ``finish``. Every placement is fir
 the rules (same :class:`~brick_gym.core.assembly.Assembly` checks: collisions, stock, part limit), so only placements
 that succeed are sent and the delivered model is valid by construction: one rigid component on a flat base.
 Settings: ``model`` builds at scale 1 on a 16x16 baseplate (well under 400 parts), ``set`` at scale 2 on a
-32x32 baseplate and tops the scene up with trees and flowers to at least 400 parts, ``alt-build`` builds on the
+32x32 baseplate (the subjects at scales up to 5 until they make half of the model) and tops the scene up
+with trees and flowers to at least 400 parts, ``alt-build`` builds on the
 largest plate in the inventory and substitutes the nearest available colour (then smaller parts) when the
 stock runs out. Deterministic: the same brief and setting always give the same calls.
 

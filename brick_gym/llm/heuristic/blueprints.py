@@ -63,7 +63,7 @@ def _house(r: Region, s: int, pal: Palette) -> list[Layer]:
     w = max(4, min(r.w, 10 * s))
     d = max(4, even(min(r.d, 8 if s == 1 else 14)))
     x0, z0 = r.centred(w, d)
-    walls = 5 if s == 1 else 8
+    walls = 2 + 3 * s
     door_w = 2 if s == 1 else 4
     door = set(rect(x0 + (w - door_w) // 2, z0, door_w, 1))
     layers = []
@@ -99,8 +99,8 @@ def _tree(r: Region, s: int, pal: Palette) -> list[Layer]:
 
 
 def _car(r: Region, s: int, pal: Palette) -> list[Layer]:
-    length = max(6, min(r.w, 8 if s == 1 else 12))
-    width = max(4, even(min(r.d, 4 if s == 1 else 6)))
+    length = max(6, min(r.w, 4 + 4 * s))
+    width = max(4, even(min(r.d, 2 + 2 * s)))
     x0, z0 = r.centred(length, width)
     wheels: dict[Cell, str] = {}
     for wx in (x0 + 1, x0 + length - 3):
@@ -108,14 +108,14 @@ def _car(r: Region, s: int, pal: Palette) -> list[Layer]:
             wheels.update(paint(rect(wx, wz, 2, 2), pal["tyre"]))
     layers = [Layer(wheels, "round"), Layer(paint(rect(x0, z0, length, width), pal["dark"]), "plate")]
     body = paint(rect(x0, z0, length, width), pal["main"])
-    layers.append(Layer(body))
+    layers += [Layer(body) for _ in range(max(1, s - 1))]  # a bigger vehicle stands taller too
     lights = dict(body)
     for z in (z0, z0 + width - 1):  # headlights at the front (+x) corners
         lights[(x0 + length - 1, z)] = pal["light"]
     layers.append(Layer(lights))
     cab = max(3, length // 2)
     cx = x0 + (length - cab) // 2 - (1 if length > 6 else 0)
-    layers.append(Layer(paint(rect(cx, z0, cab, width), pal["window"])))
+    layers += [Layer(paint(rect(cx, z0, cab, width), pal["window"])) for _ in range(max(1, s - 1))]
     layers.append(Layer(paint(rect(cx, z0, cab, width), pal["second"]), "plate"))
     return layers
 
@@ -182,46 +182,77 @@ def _robot(r: Region, s: int, pal: Palette) -> list[Layer]:
     return layers
 
 
+def _figure_width(s: int) -> int:
+    """Shoulder width of a figure at scale ``s``: torso, two arms and the gaps beside the torso."""
+    return 2 + 2 * s + 2 * min(2, (s + 1) // 2) + 2
+
+
 def _figure(r: Region, s: int, pal: Palette) -> list[Layer]:
-    bw = 4 if s == 1 else 6
-    x0, z0 = r.centred(bw, 2)
-    leg = bw // 2 - 1 if s == 2 else 1
-    legs = rect(x0, z0, leg + (s - 1), 2) + rect(x0 + bw - leg - (s - 1), z0, leg + (s - 1), 2)
-    layers = [Layer(paint(legs, pal["legs"])) for _ in range(3 * s)]
-    layers.append(Layer(paint(rect(x0, z0, bw, 2), pal["legs"])))
-    layers += [Layer(paint(rect(x0, z0, bw, 2), pal["main"])) for _ in range(2 * s)]
-    arm = min(2 * s, max(0, (r.w - bw) // 2))
-    layers.append(Layer(paint(rect(x0 - arm, z0, bw + 2 * arm, 2), pal["main"])))
-    hx = x0 + bw // 2 - 1
-    face = paint(rect(hx, z0, 2, 2), pal["skin"])
-    layers.append(Layer(face))
-    eyes = dict(face)
-    eyes[(hx, z0)] = eyes[(hx + 1, z0)] = pal["dark"]
-    layers.append(Layer(eyes))
-    layers.append(Layer(paint(rect(hx - 1, z0 - 1, 4, 4), pal["hat"]), "plate"))
-    layers.append(Layer(paint(rect(hx, z0, 2, 2), pal["hat"])))
+    """A standing figure: two legs, a belt, a torso with arms at its sides (hands at the belt), a head with eyes
+    and a hat. Every part grows with ``s`` (at 4-5 a statue on a stone plinth), as far as the region allows."""
+    while s > 1 and _figure_width(s) > r.w:
+        s -= 1
+    tw, aw, fd = 2 + 2 * s, min(2, (s + 1) // 2), max(2, even(s + 1))
+    width = _figure_width(s)
+    x0, z0 = r.centred(width, fd)
+    tx = x0 + aw + 1  # the torso's first column; the legs reach one column past it on each side
+    layers = []
+    if s >= 3:
+        px, pz = r.centred(width + 2, fd + 4)
+        layers += [Layer(paint(rect(px, pz, width + 2, fd + 4), pal["plinth"])) for _ in range(s - 2)]
+    lw = (tw + 2 - 2) // 2
+    legs = rect(tx - 1, z0, lw, fd) + rect(tx + tw + 1 - lw, z0, lw, fd)
+    layers += [Layer(paint(legs, pal["legs"])) for _ in range(3 * s)]
+    layers.append(Layer(paint(rect(x0, z0, width, fd), pal["legs"])))
+    arms = rect(x0, z0, aw, fd) + rect(x0 + width - aw, z0, aw, fd)
+    for lv in range(2 * s):
+        layers.append(
+            Layer({**paint(rect(tx, z0, tw, fd), pal["main"]), **paint(arms, pal["skin" if lv == 0 else "main"])})
+        )
+    layers.append(Layer(paint(rect(x0, z0, width, fd), pal["main"])))
+    hs = fd
+    hx = tx + (tw - hs) // 2
+    eyes = (hx, hx + hs - 1) if hs > 2 else (hx, hx + 1)
+    for lv in range(s + 1):
+        face = paint(rect(hx, z0, hs, hs), pal["skin"])
+        if lv == s - s // 2:
+            face[(eyes[0], z0)] = face[(eyes[1], z0)] = pal["dark"]
+        layers.append(Layer(face))
+    layers.append(Layer(paint(rect(hx - 1, z0 - 1, hs + 2, hs + 2), pal["hat"]), "plate"))
+    layers += [Layer(paint(rect(hx, z0, hs, hs), pal["hat"])) for _ in range(max(1, s // 2))]
     return layers
 
 
 def _animal(r: Region, s: int, pal: Palette) -> list[Layer]:
-    length = max(4, min(8 if s == 1 else 12, r.w - 3))
-    width = 4 if s == 1 else 6
-    x0, z0 = r.centred(length + 3, width)
-    x0 += 1
-    legs = [c for lx in (x0, x0 + length - 2) for lz in (z0, z0 + width - 2) for c in rect(lx, lz, 2, 2)]
+    """A four-legged animal side on (head at +x): legs, a body, a tail, a neck and a head with a nose and ears.
+    Its size grows with ``s`` (legs and head thicken from 4), as far as the region allows."""
+    u = max(1, s // 2)
+    while s > 1 and 4 + 4 * s + 3 * u > r.w:
+        s -= 1
+        u = max(1, s // 2)
+    length = max(4, min(4 + 4 * s, r.w - 3 * u))
+    width = even(min(2 + 2 * s, max(4, r.d)))
+    x0, z0 = r.centred(length + 3 * u, width)
+    x0 += u
+    legs = [
+        c for lx in (x0, x0 + length - 2 * u) for lz in (z0, z0 + width - 2 * u) for c in rect(lx, lz, 2 * u, 2 * u)
+    ]
     layers = [Layer(paint(legs, pal["dark"] if pal["main"] == "white" else pal["main"])) for _ in range(2 * s + 1)]
     for _ in range(s + 1):
         layers.append(Layer(paint(rect(x0, z0, length, width), pal["main"])))
-    zc = z0 + width // 2 - 1
-    tail = {(x0 - 1, zc): pal["second"], (x0, zc): pal["second"]}
-    neck = paint(rect(x0 + length - 2, zc, 2, 2), pal["main"])
-    layers.append(Layer({**tail, **neck}))
-    head = paint(rect(x0 + length - 2, zc, 4, 2), pal["main"])
-    head[(x0 + length + 1, zc)] = pal["dark"]
-    layers.append(Layer(head))
-    eyes = paint(rect(x0 + length - 2, zc, 3, 2), pal["main"])
-    layers.append(Layer(eyes))
-    layers.append(Layer({(x0 + length - 2, zc): pal["second"], (x0 + length - 2, zc + 1): pal["second"]}))
+    zc = z0 + width // 2 - u
+    tail = paint(rect(x0 - u, zc, 2 * u, 2 * u if u > 1 else 1), pal["second"])
+    hx = x0 + length - 2 * u
+    for _ in range(u):
+        layers.append(Layer({**tail, **paint(rect(hx, zc, 2 * u, 2 * u), pal["main"])}))
+    for k in range(u):
+        head = paint(rect(hx, zc, 4 * u, 2 * u), pal["main"])
+        if k == u - 1:
+            for dz in range(2 * u):
+                head[(hx + 4 * u - 1, zc + dz)] = pal["dark"]
+        layers.append(Layer(head))
+    layers += [Layer(paint(rect(hx, zc, 3 * u, 2 * u), pal["main"])) for _ in range(u)]
+    layers.append(Layer(paint(rect(hx, zc, u, 2 * u), pal["second"])))
     return layers
 
 
@@ -303,7 +334,7 @@ def _flower(r: Region, s: int, pal: Palette) -> list[Layer]:
 
 def _monument(r: Region, s: int, pal: Palette) -> list[Layer]:
     layers = []
-    for size, n, role in ((6 * s, 2, "main"), (4 * s, 3, "second"), (2 * s, 2, "accent")):
+    for size, n, role in ((6 * s, max(2, s), "main"), (4 * s, max(3, s + 1), "second"), (2 * s, max(2, s), "accent")):
         size = max(2, even(min(size, r.w, r.d)))
         x, z = r.centred(size, size)
         layers += [Layer(paint(rect(x, z, size, size), pal[role])) for _ in range(n)]
@@ -402,6 +433,7 @@ BLUEPRINTS: dict[str, Blueprint] = {
         legs="blue",
         skin="yellow",
         dark="black",
+        plinth="light bluish gray",
     ),
     "animal": _bp("animal", _animal, "green", ("main", "second", "dark"), main="tan", second="dark tan", dark="black"),
     "castle": _bp("castle", _castle, "green", ("main", "second", "roof"), second="dark bluish gray", roof="dark red"),

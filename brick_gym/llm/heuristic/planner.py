@@ -38,6 +38,11 @@ class BuildPlan:
     pieces: int = 0
     skipped_cells: int = 0
     notes: list[str] = field(default_factory=list)
+    parts: dict[str, int] = field(default_factory=dict)
+    """Pieces per source: ``base``, ``subjects`` (the blueprints the brief names), ``scenery`` (trees, craters,
+    regolith, flowers) and ``border`` (the garden wall, a last resort)."""
+    scale: int = 1
+    """The scale the subjects were built at (Set raises it when the subjects alone fall short)."""
 
 
 def _rgb(name: str) -> np.ndarray:
@@ -83,6 +88,13 @@ class _Planner:
     @property
     def full(self) -> bool:
         return self.max_pieces is not None and len(self.asm) >= self.max_pieces
+
+    def build(self, source: str, layers: list[Layer]) -> None:
+        """Tile ``layers`` bottom up, counting the pieces they add under ``source`` (see :attr:`BuildPlan.parts`)."""
+        before = len(self.asm)
+        for layer in layers:
+            self.layer(layer)
+        self.plan.parts[source] = self.plan.parts.get(source, 0) + len(self.asm) - before
 
     # ----- base -------------------------------------------------------------------------------------------------
     def base(self, part: str, colour: str) -> bool:
@@ -333,6 +345,9 @@ MAX_SCENERY = 16
 MAX_BORDER_COURSES = 8
 """Most courses of the garden wall round a Set scene (8 bricks: 192 LDU, a hedge a figure could hide behind)."""
 
+MAX_SET_SCALE = 5
+"""The largest scale Set builds its subjects at when scale 2 leaves them short (a figure at 4-5 is a statue)."""
+
 SINGLE_SHARE = 7
 """At Set scale no single 1x1 part is used for more than this percentage of the part minimum (the tiler turns to
 the next part that fits: a round 1x1 brick for a square one), and flowers take at most 8%."""
@@ -351,10 +366,11 @@ def _subjects(brief: Brief, setting_name: str) -> list[str]:
     return names[:limit] or ["monument"]
 
 
-def _layout(full: Region, n: int) -> list[Region]:
+def _layout(full: Region, n: int, *, rows: bool = False) -> list[Region]:
     """Regions for ``n`` subjects: the first at the back (the model's front faces -z), the rest side by side in
-    front of it, a free lane between them."""
-    if n <= 2:
+    front of it, a free lane between them; two subjects stand side by side unless ``rows`` (Set: each gets the
+    full width to grow into)."""
+    if n == 1 or (n == 2 and not rows):
         return _regions(full, n)
     back_d = full.d * 11 // 20
     back = Region(full.x0, full.z0 + full.d - back_d, full.w, back_d)
@@ -369,10 +385,32 @@ def plan_build(brief_text: str, rules: Rules, *, target_pieces: int | None = Non
     """The calls that build ``brief_text`` under ``rules`` (verified on a private assembly), and a summary.
 
     ``target_pieces`` is the least number of pieces to reach (default: the setting's minimum, plus a margin for
-    ``set``); when the subjects fall short, trees and then (at most 8% of the pieces) flowers are added on free
-    base cells.
+    ``set``). At Set scale the subjects grow (scale 2, then up to :data:`MAX_SET_SCALE`) until they make at least
+    half of a model that reaches the goal with modest scenery (trees, then at most 8% flowers) on free base
+    cells; only when no scale does is the scene closed with a garden wall (:func:`_border`), at the scale whose
+    subjects came out largest.
     """
     brief = read_brief(brief_text)
+    name = rules.setting.name
+    goal = target_pieces if target_pieces is not None else (rules.setting.min_parts + (20 if name == "set" else 0))
+    scale = BASES.get(name, BASES["model"])[1]
+    if name != "set" or rules.inventory is not None:
+        return _plan(brief, rules, scale, goal, border=True)
+    best: BuildPlan | None = None
+    for s in range(scale, MAX_SET_SCALE + 1):
+        plan = _plan(brief, rules, s, goal, border=False)
+        subjects = plan.parts.get("subjects", 0)
+        if plan.pieces >= goal and 2 * subjects >= plan.pieces:
+            return plan
+        if best is None or subjects > best.parts.get("subjects", 0):
+            best = plan
+    assert best is not None
+    return _plan(brief, rules, best.scale, goal, border=True)
+
+
+def _plan(brief: Brief, rules: Rules, scale: int, goal: int, *, border: bool) -> BuildPlan:
+    """One plan: the base, the brief's subjects at ``scale``, then (without an inventory) scenery up to ``goal``
+    and, if ``border``, a garden wall for what is still missing."""
     name = rules.setting.name
     names = _subjects(brief, name)
     is_set = name == "set"
@@ -382,7 +420,8 @@ def plan_build(brief_text: str, rules: Rules, *, target_pieces: int | None = Non
         max_length=SET_MAX_LENGTH if is_set else None,
         single_cap=rules.setting.min_parts * SINGLE_SHARE // 100 if is_set else None,
     )
-    base_part, scale = BASES.get(name, ("baseplate 16x16", 1))
+    planner.plan.scale = scale
+    base_part = BASES.get(name, BASES["model"])[0]
     main_bp = BLUEPRINTS[names[0]]
     base_colour = main_bp.base
     if rules.inventory is not None:
@@ -395,29 +434,27 @@ def plan_build(brief_text: str, rules: Rules, *, target_pieces: int | None = Non
     if not planner.base(base_part, base_colour):
         planner.plan.notes.append(f"could not place the base {base_part}")
         return planner.plan
+    planner.plan.parts["base"] = 1
     xs = [c[0] for c in planner.columns]
     zs = [c[1] for c in planner.columns]
     margin = 1 if rules.inventory is None else 0
     full = Region(
         min(xs) + margin, min(zs) + margin, max(xs) - min(xs) + 1 - 2 * margin, max(zs) - min(zs) + 1 - 2 * margin
     )
-    for bp_name, region in zip(names, _layout(full, len(names)), strict=True):
+    for bp_name, region in zip(names, _layout(full, len(names), rows=is_set), strict=True):
         bp = BLUEPRINTS[bp_name]
-        pal = palette_for(bp, brief)
-        for layer in bp.make(region, scale, pal):
-            planner.layer(layer)
+        planner.build("subjects", bp.make(region, scale, palette_for(bp, brief)))
         planner.plan.blueprints.append(bp_name)
-    goal = target_pieces if target_pieces is not None else (rules.setting.min_parts + (20 if name == "set" else 0))
     if len(planner.asm) < goal and rules.inventory is None:
-        _decorate(planner, goal, brief, base_colour)
+        _decorate(planner, goal, brief, base_colour, border=border)
     planner.plan.pieces = len(planner.asm)
     return planner.plan
 
 
-def _decorate(planner: _Planner, goal: int, brief: Brief, base_colour: str) -> None:
+def _decorate(planner: _Planner, goal: int, brief: Brief, base_colour: str, *, border: bool) -> None:
     """Scenery on free base squares until ``goal`` pieces: trees (on sand islands on a water base), or on the moon
-    rocks and craters; then flowers or pebbles on free cells (at most 8% of ``goal``); then, when the base has
-    no room left for more, a garden wall round the scene (:func:`_border`)."""
+    rocks and craters; then flowers or pebbles on free cells (at most 8% of ``goal``); then, if ``border`` and
+    the base has no room left for more, a garden wall round the scene (:func:`_border`)."""
     water = base_colour in ("blue", "dark blue", "medium azure")
     moon = brief.terrain == "moon"
     tree = BLUEPRINTS["tree"]
@@ -445,12 +482,11 @@ def _decorate(planner: _Planner, goal: int, brief: Brief, base_colour: str) -> N
                 pal = {**pal, "leaf": "dark green"}
             layers = island + tree.make(region, 1, pal)
             planner.plan.blueprints.append("tree")
-        for layer in layers:
-            planner.layer(layer)
+        planner.build("scenery", layers)
     if moon and len(planner.asm) < goal:  # grey cratered ground: patches of light and dark regolith
         free = [c for c, col in planner.columns.items() if col.height == 0]
         ground = {c: ("light bluish gray" if (c[0] // 3 + c[1] // 3) % 2 else "dark bluish gray") for c in free}
-        planner.layer(Layer(ground, "plate"))
+        planner.build("scenery", [Layer(ground, "plate")])
         planner.plan.blueprints.append("regolith")
     if water or moon:
         colours = ["white", "light bluish gray"] if water else ["dark bluish gray", "light bluish gray"]
@@ -467,9 +503,9 @@ def _decorate(planner: _Planner, goal: int, brief: Brief, base_colour: str) -> N
                 break
             if (c[0] + c[1]) % 2 != parity or c in near or planner.columns[c].height != 0:
                 continue
-            planner.layer(Layer({c: colours[k % len(colours)]}, "flower"))
+            planner.build("scenery", [Layer({c: colours[k % len(colours)]}, "flower")])
             k += 1
-    if len(planner.asm) < goal:
+    if border and len(planner.asm) < goal:
         _border(planner, goal, "light bluish gray" if water else "dark bluish gray" if moon else "dark green")
     if len(planner.asm) < goal:
         planner.plan.notes.append(f"could not reach {goal} pieces")
@@ -492,5 +528,5 @@ def _border(planner: _Planner, goal: int, colour: str) -> None:
     for _ in range(MAX_BORDER_COURSES):
         if len(planner.asm) >= goal or planner.full or not ring:
             return
-        planner.layer(Layer(paint(ring, colour)))
+        planner.build("border", [Layer(paint(ring, colour))])
         planner.plan.blueprints.append("border")
