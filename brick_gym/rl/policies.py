@@ -24,6 +24,29 @@ def _torch() -> tuple[Any, Any]:
     return torch, nn
 
 
+LISTED = ("pieces", "targets", "candidates")
+"""Observation keys of padded rows, encoded as sets (and the candidate list, scored by the pointer head)."""
+DIRECT_SIZE = 256
+"""Flat observations up to this size (inventory, progress, the staged encoding's ``choice``, a prompt's byte
+tokens) join the context as they are; larger ones (target voxels, their colours, plan images) are encoded."""
+
+
+def _direct(space: gym.spaces.Box) -> bool:
+    """Whether an observation joins the context as it is (flat and small)."""
+    return len(space.shape) == 1 and space.shape[0] <= DIRECT_SIZE
+
+
+def _encoder(space: gym.spaces.Box, hidden: int) -> Any:
+    """A larger observation's encoder: images (SB3 hands them over channels first, scaled to 0..1) average-pooled
+    4× then one layer; anything else flattened into one layer."""
+    _, nn = _torch()
+    if len(space.shape) == 3:
+        c, h, w = space.shape
+        pooled = c * (h // 4) * (w // 4)
+        return nn.Sequential(nn.AvgPool2d(4), nn.Flatten(), nn.Linear(pooled, hidden), nn.ReLU())
+    return nn.Sequential(nn.Flatten(), nn.Linear(int(np.prod(space.shape)), hidden), nn.ReLU())
+
+
 def dict_features_extractor() -> type:
     """The features extractor class (built lazily so that importing this module does not import torch)."""
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
@@ -47,8 +70,9 @@ def dict_features_extractor() -> type:
             return torch.cat([mean, maxed], dim=-1)
 
     class BrickDictExtractor(BaseFeaturesExtractor):
-        """Set encoders for pieces and target slots, an MLP for the target voxels, and the small vectors as they
-        are (the context). With a ``candidates`` slice it also scores every candidate with ONE shared network over
+        """Set encoders for pieces and target slots, one layer for each larger observation (target voxels and
+        colours, plan images) and the small vectors as they are (inventory, progress, the staged sub-step; the
+        context). With a ``candidates`` slice it also scores every candidate with ONE shared network over
         (candidate row, context) plus a linear path from the row alone (so a telling feature such as the target
         agreement moves the logit from the first updates), and scores STOP from the context and the best listed
         candidate's embedding (so STOP can depend on what is on offer), offset by log(listed candidates) so that the
@@ -61,9 +85,10 @@ def dict_features_extractor() -> type:
             spaces = observation_space.spaces
             pieces = SetEncoder(spaces["pieces"].shape[-1], hidden)
             targets = SetEncoder(spaces["targets"].shape[-1], hidden)
-            voxels = int(np.prod(spaces["target"].shape))
-            small = spaces["inventory"].shape[0] + spaces["progress"].shape[0]
-            context = pieces.out_dim + targets.out_dim + hidden + small
+            self.direct_keys = sorted(k for k in spaces if k not in LISTED and _direct(spaces[k]))
+            self.encoded_keys = sorted(k for k in spaces if k not in LISTED and not _direct(spaces[k]))
+            small = sum(int(np.prod(spaces[k].shape)) for k in self.direct_keys)
+            context = pieces.out_dim + targets.out_dim + hidden * len(self.encoded_keys) + small
             self.n_candidates = 0
             total = context
             if "candidates" in spaces:
@@ -71,7 +96,8 @@ def dict_features_extractor() -> type:
                 total += self.n_candidates + 1
             super().__init__(observation_space, features_dim=total)
             self.pieces, self.targets = pieces, targets
-            self.voxels = nn.Sequential(nn.Flatten(), nn.Linear(voxels, hidden), nn.ReLU())
+            self.encoders = nn.ModuleDict({k: _encoder(spaces[k], hidden) for k in self.encoded_keys})
+            self.scale = {k: 255.0 if spaces[k].dtype == np.uint8 else 1.0 for k in self.direct_keys}
             if self.n_candidates:
                 self.embed = nn.Sequential(nn.Linear(width + context, hidden), nn.ReLU())
                 self.score = nn.Linear(hidden, 1)
@@ -83,9 +109,8 @@ def dict_features_extractor() -> type:
                 [
                     self.pieces(obs["pieces"]),
                     self.targets(obs["targets"]),
-                    self.voxels(obs["target"]),
-                    obs["inventory"],
-                    obs["progress"],
+                    *(self.encoders[k](obs[k].float()) for k in self.encoded_keys),
+                    *(obs[k].float().flatten(1) / self.scale[k] for k in self.direct_keys),
                 ],
                 dim=-1,
             )

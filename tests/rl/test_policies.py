@@ -57,3 +57,29 @@ def test_candidate_logits_follow_their_rows(model_and_obs) -> None:
     before, after = _probs(model, obs, mask), _probs(model, swapped, mask)
     assert after[0] == pytest.approx(before[5], rel=1e-5) and after[5] == pytest.approx(before[0], rel=1e-5)
     assert after[-1] == pytest.approx(before[-1], rel=1e-5)
+
+
+@pytest.mark.parametrize("level", ["fidelity-small", "plans-medium"])
+def test_the_extractor_reads_every_observation_of_a_suite_level(level: str) -> None:
+    """Nothing a level observes is dropped: the staged sub-step (``choice``), the target colours and the plan
+    images each move the features (a policy blind to the sub-step could not tell where from what)."""
+    from brick_gym.envs.registry import SUITE_ID
+    from brick_gym.rl.policies import LISTED
+
+    kwargs = {"level": level, "split": "train"}
+    vec = DummyVecEnv([make_env(SUITE_ID, 0, **kwargs)])
+    policy, policy_kwargs = policy_for(SUITE_ID, kwargs)
+    model = MaskablePPO(policy, vec, n_steps=64, batch_size=64, seed=0, device="cpu", policy_kwargs=policy_kwargs)
+    extractor = model.policy.features_extractor
+    keys = set(model.observation_space.spaces) - set(LISTED)
+    assert set(extractor.direct_keys) | set(extractor.encoded_keys) == keys
+    assert "choice" in extractor.direct_keys and ("plans" in keys) == (level == "plans-medium")
+    obs = {k: torch.as_tensor(v) for k, v in vec.reset().items()}
+    obs, _ = model.policy.obs_to_tensor({k: v.numpy() for k, v in obs.items()})
+    with torch.no_grad():
+        base = extractor(obs)
+        for key in keys:
+            changed = dict(obs)
+            changed[key] = obs[key] + 0.5
+            assert not torch.allclose(extractor(changed), base), key
+    vec.close()
