@@ -6,6 +6,10 @@ A policy is a callable ``(observation, info) -> action`` (``info["action_mask"]`
 the mask). A policy may also define ``begin(env)``, called with the unwrapped env at every episode's start:
 that is how privileged baselines (the oracle-ish greedy builder) read the true target, and a result of a policy
 that defines it is marked ``privileged`` (not comparable with a submission's).
+
+A multi-builder level (``[multi]`` in its file) is a PettingZoo AEC game; :func:`make` gives its turn-taking
+Gymnasium view (:class:`~brick_gym.envs.turn_taking.TurnTakingEnv`: one shared policy acts for whichever builder's
+turn it is), so everything here plays it unchanged, and :func:`make_aec` gives the AEC env itself.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from brick_gym.core.forces import analyse
 from brick_gym.core.reach import reach_progress
 from brick_gym.envs.assembly_env import BrickAssemblyEnv
 from brick_gym.envs.episode import EnvConfig, EnvTask
+from brick_gym.extras import require
 from brick_gym.rewards.terms import standard_rewards
 from brick_gym.suite.cantilever import CantileverFamily
 from brick_gym.suite.levels import SUITE_VERSION, Level, level
@@ -51,9 +56,16 @@ def make(name: str | Level, split: str = "train", seed: int | None = None, **kw:
     the split. With ``seed``, the env is reset once with it (seeding its draws; the next ``reset()`` continues).
     Keywords go to :class:`~brick_gym.envs.BrickAssemblyEnv` (``render_mode``, ``log_terms``)."""
     lvl = level(name)
+    if lvl.multi is not None:
+        from brick_gym.envs.turn_taking import TurnTakingEnv
+
+        env: Any = TurnTakingEnv(_multi_builder(lvl, split, **kw))
+        if seed is not None:
+            env.reset(seed=seed)
+        return env
     family = family_of(lvl)
     config = EnvConfig(**lvl.env, target_colours=lvl.observation == "voxels")
-    env: Any = BrickAssemblyEnv(
+    env = BrickAssemblyEnv(
         SplitTasks(family, lvl.seeds(split)), config=config, rewards=standard_rewards(**lvl.rewards), **kw
     )
     if lvl.observation == "plans":
@@ -63,6 +75,39 @@ def make(name: str | Level, split: str = "train", seed: int | None = None, **kw:
     if seed is not None:
         env.reset(seed=seed)
     return env
+
+
+def make_aec(name: str | Level, split: str = "train", seed: int | None = None, **kw: Any) -> Any:
+    """The PettingZoo AEC env of multi-builder level ``name`` on ``split`` (wrapped as PettingZoo classic does;
+    each reset draws a task seed of the split), for multi-agent users; reset once with ``seed`` when given.
+    Keywords as for :func:`make`."""
+    raw = _multi_builder(level(name), split, **kw)
+    from pettingzoo.utils import wrappers
+
+    env = wrappers.OrderEnforcingWrapper(raw)
+    if seed is not None:
+        env.reset(seed=seed)
+    return env
+
+
+def _multi_builder(lvl: Level, split: str, **kw: Any) -> Any:
+    """The level's unwrapped :class:`~brick_gym.envs.multi_builder.MultiBuilderEnv` on ``split``."""
+    if lvl.multi is None:
+        raise ValueError(f"level {lvl.id!r} has one builder: use make(), not make_aec()")
+    require("pettingzoo", f"the multi-builder level {lvl.id!r}")
+    from brick_gym.envs.multi_builder import MultiBuilderEnv
+
+    config = EnvConfig(**lvl.env, target_colours=True)
+    return MultiBuilderEnv(
+        SplitTasks(family_of(lvl), lvl.seeds(split)),
+        lvl.multi.builders,
+        config=config,
+        rewards=standard_rewards(**lvl.rewards),
+        split=lvl.multi.split,
+        shared_reward=lvl.multi.shared_reward,
+        encoding=config.encoding,
+        **kw,
+    )
 
 
 def make_vec(name: str | Level, n: int, split: str = "train", seed: int = 0, *, asynchronous: bool = False) -> Any:
@@ -227,4 +272,14 @@ def evaluate(
     }
 
 
-__all__ = ["EpisodeResult", "SplitTasks", "evaluate", "family_of", "make", "make_vec", "raw_score", "run_episode"]
+__all__ = [
+    "EpisodeResult",
+    "SplitTasks",
+    "evaluate",
+    "family_of",
+    "make",
+    "make_aec",
+    "make_vec",
+    "raw_score",
+    "run_episode",
+]
