@@ -1,8 +1,8 @@
 """``MultiBuilderEnv``: a PettingZoo AEC environment where several builders take turns on ONE shared Assembly.
 
 The episode core (:class:`~brick_gym.envs.episode.Episode`) does the work, as under the single-agent env: the same
-codecs (candidates by default, factored or staged on request), observations, reward spec, ``Assembly.place``, full check and
-viewer. What this module adds is who may do what:
+codecs (candidates by default, factored or staged on request), observations, reward spec, ``Assembly.place``, full
+check and viewer. What this module adds is who may do what:
 
 - ``split="inventory"`` — each builder owns a share of the stock. With an inventory, every (part, colour) count of
   the palette (less what the start piece uses) is dealt round-robin between builders, one piece at a time, the
