@@ -1,8 +1,8 @@
 """``MultiBuilderEnv``: a PettingZoo AEC environment where several builders take turns on ONE shared Assembly.
 
 The episode core (:class:`~brick_gym.envs.episode.Episode`) does the work, as under the single-agent env: the same
-codecs (candidates by default, factored on request), observations, reward spec, ``Assembly.place``, full check and
-viewer. What this module adds is who may do what:
+codecs (candidates by default, factored or staged on request), observations, reward spec, ``Assembly.place``, full
+check and viewer. What this module adds is who may do what:
 
 - ``split="inventory"`` — each builder owns a share of the stock. With an inventory, every (part, colour) count of
   the palette (less what the start piece uses) is dealt round-robin between builders, one piece at a time, the
@@ -16,7 +16,12 @@ viewer. What this module adds is who may do what:
   A builder's target list (observation, factored target index, candidates) holds only its own connectors,
   so it cannot even name another builder's; a placement on one is refused (``region``).
 
-Turns cycle ``builder_0 .. builder_{n-1}`` (an :class:`AgentSelector`). STOP takes a builder out of play: it is
+Turns cycle ``builder_0 .. builder_{n-1}`` (an :class:`AgentSelector`). A turn is one placement: with the
+one-step encodings every action passes the turn; with ``encoding="staged"`` (where, what, how: the suite's
+target-blind encoding) a builder keeps the turn through its legal *where* and *what* sub-steps and passes it on its
+*how* (placed or refused), STOP or an illegal action; each builder keeps its own placement decided so far (an
+illegal sub-step keeps it, as in the single-agent env), so a builder never decides against another's half-made
+choice. ``max_steps`` counts actions (sub-steps), as in the single-agent env. STOP takes a builder out of play: it is
 terminated, takes its PettingZoo "dead step" (``step(None)``) and is skipped from then on. The episode ends
 for everyone when every builder has stopped, the part budget (``max_pieces`` or the setting's limit) is spent or
 no builder can place anything (all terminated), or after ``max_steps`` turns in total (all truncated). Then the
@@ -40,14 +45,15 @@ truncated builder must be stepped with ``None`` (``_was_dead_step``).
 With ``encoding="factored"`` the ``action_mask`` is the FactoredCodec's concatenated per-dimension mask
 (palette + STOP, target, source, yaw): a masked sample may still be illegal (it is then a penalised no-op), and
 ``MultiDiscrete.sample`` wants the per-dimension tuple — :meth:`MultiBuilderEnv.mask_tuple` splits it. PettingZoo's
-``api_test`` samples with the flat mask, so it is run on the candidate encoding, whose mask is exact.
+``api_test`` samples with the flat mask, so it is run on the candidate and staged encodings, whose masks are exact.
 
 ``MultiBuilderEnv()`` needs no argument (two builders on :func:`default_task`); :func:`env` wraps it as PettingZoo
 classic does. :func:`parallel_env` gives the same game under PettingZoo's parallel API
 (:class:`MultiBuilderParallelEnv`): a step is one round in which every builder in play acts once, in turn order,
 each action read against what that builder observed at the start of the round. (PettingZoo's ``aec_to_parallel``
 does not fit: it reads a later builder's action against a view the earlier builders have changed, and it wants
-builders to leave only at the end of a round, where STOP takes one out at once.)
+builders to leave only at the end of a round, where STOP takes one out at once.) A round gives every builder one
+action, so the parallel API takes the one-step encodings only (a staged placement is three actions).
 
 ``import brick_gym`` does not import this module (PettingZoo is an optional extra).
 """
@@ -70,7 +76,7 @@ from brick_gym.core.colours import UnknownColour, colour
 from brick_gym.core.pieces import ConnectorRef, Placement, colour_name
 from brick_gym.core.rules import Rules
 from brick_gym.envs.codecs import View
-from brick_gym.envs.encodings import ONE_STEP_ENCODINGS
+from brick_gym.envs.encodings import ENCODINGS, ONE_STEP_ENCODINGS
 from brick_gym.envs.episode import EnvConfig, EnvTask, Episode, OverEpisode, TaskSource, Viewer
 from brick_gym.envs.palette import make_palette
 from brick_gym.rewards.terms import RewardSpec
@@ -124,11 +130,8 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
         self._set_render_mode(render_mode)
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        if encoding not in ONE_STEP_ENCODINGS:
-            raise ValueError(
-                f"encoding must be one of {ONE_STEP_ENCODINGS}, got {encoding!r} (builders take turns per action, and "
-                "the staged encoding needs three actions per placement)"
-            )
+        if encoding not in ENCODINGS:
+            raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
         if isinstance(n_builders, bool) or not isinstance(n_builders, int) or n_builders < 1:
             raise ValueError(f"n_builders must be a positive integer, got {n_builders!r}")
         self.config = dataclasses.replace(config, encoding=encoding)
@@ -197,6 +200,7 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
         self._edges = self._region_edges(start_id)
         self._last_invalid: dict[str, str | None] = {a: None for a in self.agents}
         self._last_outcome: dict[str, str | None] = {a: None for a in self.agents}
+        self._choices: dict[str, Any] = {}
         self._terms_since = {a: self.episode.zero_terms() for a in self.agents}
         self._returns = {a: 0.0 for a in self.possible_agents}
         self._invalid_counts = {a: 0 for a in self.possible_agents}
@@ -241,6 +245,9 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
             self._used[agent][(placed.part.stem, placed.colour)] += 1
         if attempt.stop:
             self._stopped.add(agent)
+        if attempt.invalid is None or attempt.placement is not None:  # an illegal sub-step keeps what was decided
+            self._choices[agent] = attempt.choice
+        keeps_turn = attempt.invalid is None and attempt.choice is not None  # a legal where / what sub-step
         self._last_invalid[agent] = attempt.invalid
         self._last_outcome[agent] = None if attempt.outcome is None else (attempt.outcome.reason or "placed")
         self._invalid_counts[agent] += attempt.invalid is not None
@@ -282,7 +289,7 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
                 self.infos[a].update(final)
         self._accumulate_rewards()
 
-        if not end:
+        if not end and not keeps_turn:
             self.agent_selection = self._next_live()
         # A builder that just stopped (or everyone, at the end) takes its dead step first.
         self._deads_step_first()
@@ -302,6 +309,11 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
     def action_masks(self, agent: str | None = None) -> np.ndarray:
         """int8 action mask of ``agent`` (default: the selected builder), as in its observation."""
         return self.codec.masks(self._views[agent or self.agent_selection])
+
+    def encode_placement(self, placement: Placement, agent: str | None = None) -> np.ndarray | int | None:
+        """The action that performs (or, staged, takes the next sub-step towards) ``placement`` for ``agent``
+        (default: the selected builder) now, or None when its view cannot reach it (for replaying known builds)."""
+        return self.codec.encode_placement(placement, self._views[agent or self.agent_selection])
 
     def mask_tuple(self, mask: np.ndarray) -> tuple[np.ndarray, ...]:
         """The flat mask split per action dimension (what ``MultiDiscrete.sample`` takes for the factored
@@ -453,7 +465,7 @@ class MultiBuilderEnv(OverEpisode, AECEnv):
         if targets is None:
             targets = self._targets_by_agent()[agent]
         own = [i for i, s in enumerate(self.palette) if self._left(agent, s.stem, s.colour) != 0]
-        return self.episode.view(targets, slots=own)
+        return self.episode.view(targets, slots=own, choice=self._choices.get(agent))
 
     def _next_live(self) -> str:
         for _ in range(self.n_builders):
@@ -497,6 +509,12 @@ class MultiBuilderParallelEnv(ParallelEnv):
     arguments and defaults), which it drives turn by turn."""
 
     def __init__(self, task: EnvTask | TaskSource | None = None, n_builders: int = 2, **kwargs: Any) -> None:
+        encoding = kwargs.get("encoding", "candidates")
+        if encoding not in ONE_STEP_ENCODINGS:
+            raise ValueError(
+                f"the parallel API takes encoding one of {ONE_STEP_ENCODINGS}, got {encoding!r}: a round gives every "
+                "builder one action, and a staged placement is three (use the AEC env, MultiBuilderEnv)"
+            )
         self.aec = MultiBuilderEnv(task, n_builders, **kwargs)
         self.metadata = {**MultiBuilderEnv.metadata, "is_parallelizable": True}
         self.render_mode = self.aec.render_mode

@@ -5,8 +5,9 @@ encoding (``[env]``: :class:`~brick_gym.envs.episode.EnvConfig` fields), the rew
 standard terms), the disjoint train and test task-seed ranges (``[split]``), the episodes an evaluation plays
 (``[eval]``) and the score with its normalisers (``[score]``). A judged level adds ``[judge]`` (the judge ``spec``, e.g.
 ``env:BRICK_GYM_JUDGE``, and the renders it is shown: ``views``, ``size``, ``retries``) and a ``vqa`` reward weight;
-``headline = false`` keeps a benchmark level out of the headline score. Everything an evaluation depends on is in the
-file, so a published score names the suite version and is reproducible from it.
+``headline = false`` keeps a benchmark level out of the headline score; a multi-builder level adds ``[multi]``
+(builders, split, shared reward: :class:`Multi`). Everything an evaluation depends on is in the file, so a published
+score names the suite version and is reproducible from it.
 """
 
 from __future__ import annotations
@@ -49,6 +50,21 @@ class Score:
         return float(min(1.0, max(0.0, (raw_mean - self.low) / (self.high - self.low))))
 
 
+MULTI_SPLITS = ("inventory", "region")
+"""How a multi-builder level shares the work (:class:`~brick_gym.envs.multi_builder.MultiBuilderEnv`'s ``split``)."""
+
+
+@dataclass(frozen=True)
+class Multi:
+    """A multi-builder level's game: ``builders`` builders take turns on one shared assembly, each owning a band
+    of the start plate's x extent (``split="region"``) or a share of the stock (``"inventory"``), paid the whole
+    team's reward (``shared_reward``) or their own step terms."""
+
+    builders: int
+    split: str
+    shared_reward: bool = True
+
+
 @dataclass(frozen=True)
 class Level:
     """One level of the suite (see the module docstring for the file's tables)."""
@@ -67,6 +83,8 @@ class Level:
     observation: str = "voxels"
     """``voxels``: the target's occupancy and colours; ``plans``: plan images instead (the voxels withheld);
     ``prompt``: the task's text prompt as byte tokens (no target exists)."""
+    multi: Multi | None = None
+    """The multi-builder game (None: one builder)."""
     version: str = SUITE_VERSION
     extras: dict[str, Any] = field(default_factory=dict)
     judge: dict[str, Any] | None = None
@@ -114,10 +132,27 @@ def _range(name: str, value: Any, where: str) -> tuple[int, int]:
     return value[0], value[1]
 
 
+def _multi(value: Any, where: str) -> Multi:
+    if not isinstance(value, dict):
+        raise LevelError(f"{where}: multi must be a table (builders, split, shared_reward), got {value!r}")
+    unknown = set(value) - {"builders", "split", "shared_reward"}
+    if unknown:
+        raise LevelError(f"{where}: unknown keys {sorted(unknown)} in multi")
+    builders = value.get("builders")
+    if isinstance(builders, bool) or not isinstance(builders, int) or not 2 <= builders <= 8:
+        raise LevelError(f"{where}: multi.builders must be a whole number in 2..8, got {builders!r}")
+    if value.get("split") not in MULTI_SPLITS:
+        raise LevelError(f"{where}: multi.split must be one of {MULTI_SPLITS}, got {value.get('split')!r}")
+    shared = value.get("shared_reward", True)
+    if not isinstance(shared, bool):
+        raise LevelError(f"{where}: multi.shared_reward must be true or false, got {shared!r}")
+    return Multi(builders, value["split"], shared)
+
+
 def parse_level(data: dict[str, Any], where: str) -> Level:
     """A :class:`Level` from a level file's tables; :class:`LevelError` names what is wrong."""
     known = {"id", "title", "track", "description", "task", "env", "rewards", "split", "eval", "score", "observation"}
-    unknown = set(data) - known - {"extras", "judge", "headline"}
+    unknown = set(data) - known - {"extras", "judge", "headline", "multi"}
     if unknown:
         raise LevelError(f"{where}: unknown keys {sorted(unknown)}")
     missing = known - set(data) - {"observation"}
@@ -150,6 +185,9 @@ def parse_level(data: dict[str, Any], where: str) -> Level:
         raise LevelError(f"{where}: judge.spec must be a judge spec or env:VARIABLE, got {judge.get('spec')!r}")
     if not isinstance(data.get("headline", True), bool):
         raise LevelError(f"{where}: headline must be true or false, got {data['headline']!r}")
+    multi = _multi(data["multi"], where) if "multi" in data else None
+    if multi is not None and observation != "voxels":
+        raise LevelError(f"{where}: a multi-builder level observes voxels (plans and prompts are single-builder only)")
     return Level(
         id=data["id"],
         title=data["title"],
@@ -163,6 +201,7 @@ def parse_level(data: dict[str, Any], where: str) -> Level:
         episodes=episodes,
         score=Score(score["metric"], score.get("gate", "none"), float(score["low"]), float(score.get("high", 1.0))),
         observation=observation,
+        multi=multi,
         extras=dict(data.get("extras", {})),
         judge=None if judge is None else dict(judge),
         in_headline=data.get("headline", True),
@@ -208,11 +247,13 @@ def level(name: str | Level, version: str = SUITE_VERSION) -> Level:
 __all__ = [
     "GATES",
     "METRICS",
+    "MULTI_SPLITS",
     "OBSERVATIONS",
     "SUITE_VERSION",
     "TRACKS",
     "Level",
     "LevelError",
+    "Multi",
     "Score",
     "level",
     "levels",

@@ -11,6 +11,10 @@ A judged level (the prompt-conditioned one) is scored by a vision-language judge
 backend) overrides the level file's, a result records the judge's spec, and results with different judges are
 not comparable; with no judge configured :func:`make` and :func:`evaluate` raise
 :class:`~brick_gym.suite.prompts.JudgeMissing`.
+
+A multi-builder level (``[multi]`` in its file) is a PettingZoo AEC game; :func:`make` gives its turn-taking
+Gymnasium view (:class:`~brick_gym.envs.turn_taking.TurnTakingEnv`: one shared policy acts for whichever builder's
+turn it is), so everything here plays it unchanged, and :func:`make_aec` gives the AEC env itself.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from brick_gym.core.forces import analyse
 from brick_gym.core.reach import reach_progress
 from brick_gym.envs.assembly_env import BrickAssemblyEnv
 from brick_gym.envs.episode import EnvConfig, EnvTask
+from brick_gym.extras import require
 from brick_gym.judges.requests import JudgeBackend
 from brick_gym.rewards.terms import RewardSpec, standard_rewards
 from brick_gym.suite.cantilever import CantileverFamily
@@ -81,11 +86,16 @@ def make(
     ``judge``: a judged level's judge (a spec or a backend; default the level file's). Keywords go to
     :class:`~brick_gym.envs.BrickAssemblyEnv` (``render_mode``, ``log_terms``)."""
     lvl = level(name)
+    if lvl.multi is not None:
+        from brick_gym.envs.turn_taking import TurnTakingEnv
+
+        env: Any = TurnTakingEnv(_multi_builder(lvl, split, **kw))
+        if seed is not None:
+            env.reset(seed=seed)
+        return env
     family = family_of(lvl)
     config = EnvConfig(**lvl.env, target_colours=lvl.observation == "voxels")
-    env: Any = BrickAssemblyEnv(
-        SplitTasks(family, lvl.seeds(split)), config=config, rewards=level_rewards(lvl, judge), **kw
-    )
+    env = BrickAssemblyEnv(SplitTasks(family, lvl.seeds(split)), config=config, rewards=level_rewards(lvl, judge), **kw)
     if lvl.observation == "plans":
         from brick_gym.suite.plans import PlanObservation
 
@@ -100,6 +110,39 @@ def make(
 def make_level(level: str, split: str = "train", **kw: Any) -> Any:
     """:func:`make` by keywords: the entry point of the Gymnasium id ``BrickGym/Suite-v1``."""
     return make(level, split, **kw)
+
+
+def make_aec(name: str | Level, split: str = "train", seed: int | None = None, **kw: Any) -> Any:
+    """The PettingZoo AEC env of multi-builder level ``name`` on ``split`` (wrapped as PettingZoo classic does;
+    each reset draws a task seed of the split), for multi-agent users; reset once with ``seed`` when given.
+    Keywords as for :func:`make`."""
+    raw = _multi_builder(level(name), split, **kw)
+    from pettingzoo.utils import wrappers
+
+    env = wrappers.OrderEnforcingWrapper(raw)
+    if seed is not None:
+        env.reset(seed=seed)
+    return env
+
+
+def _multi_builder(lvl: Level, split: str, **kw: Any) -> Any:
+    """The level's unwrapped :class:`~brick_gym.envs.multi_builder.MultiBuilderEnv` on ``split``."""
+    if lvl.multi is None:
+        raise ValueError(f"level {lvl.id!r} has one builder: use make(), not make_aec()")
+    require("pettingzoo", f"the multi-builder level {lvl.id!r}")
+    from brick_gym.envs.multi_builder import MultiBuilderEnv
+
+    config = EnvConfig(**lvl.env, target_colours=True)
+    return MultiBuilderEnv(
+        SplitTasks(family_of(lvl), lvl.seeds(split)),
+        lvl.multi.builders,
+        config=config,
+        rewards=standard_rewards(**lvl.rewards),
+        split=lvl.multi.split,
+        shared_reward=lvl.multi.shared_reward,
+        encoding=config.encoding,
+        **kw,
+    )
 
 
 def make_vec(
@@ -297,6 +340,7 @@ __all__ = [
     "family_of",
     "level_rewards",
     "make",
+    "make_aec",
     "make_level",
     "make_vec",
     "raw_score",

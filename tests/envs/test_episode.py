@@ -14,7 +14,7 @@ import brick_gym
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.rules import Rules
 from brick_gym.envs.assembly_env import BrickAssemblyEnv
-from brick_gym.envs.encodings import ENCODINGS, ONE_STEP_ENCODINGS, make_codec
+from brick_gym.envs.encodings import ENCODINGS, make_codec
 from brick_gym.envs.episode import EnvConfig, EnvTask, Episode
 from brick_gym.envs.palette import make_palette
 
@@ -66,7 +66,7 @@ def test_the_default_viewer_lists_pieces_with_who_placed_them() -> None:
     assert "plate 6x6" in single.render() and "by " not in single.render()
 
 
-@pytest.mark.parametrize("encoding", ONE_STEP_ENCODINGS)
+@pytest.mark.parametrize("encoding", ENCODINGS)
 def test_both_faces_continue_a_given_assembly(encoding: str) -> None:
     given = Assembly(TASK.rules)
     base = given.add("3958", "light bluish gray").piece

@@ -405,3 +405,54 @@ def test_the_docs_parallel_example_runs() -> None:
     with contextlib.redirect_stdout(out):
         exec(compile(code, str(page), "exec"), {})
     assert out.getvalue().strip() in ("True", "False")
+
+
+# ----- the staged encoding (where, what, how): a turn is one placement ------------------------------------------------
+@pytest.mark.parametrize(("task", "split"), [(STOCKED_TASK, "inventory"), (FREE_TASK, "region")])
+def test_staged_api_and_seed_tests(task: EnvTask, split: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        api_test(env(task, 2, config=CONFIG, split=split, encoding="staged"), num_cycles=40)
+    seed_test(lambda: env(task, 2, config=CONFIG, split=split, encoding="staged"), num_cycles=40)
+
+
+def test_a_staged_builder_keeps_the_turn_until_it_places() -> None:
+    e = raw_env(FREE_TASK, 2, config=CONFIG, split="region", encoding="staged")
+    e.reset(seed=0)
+    turns = []
+    for _ in range(12):
+        agent = e.agent_selection
+        turns.append((agent, e._views[agent].stage))
+        e.step(first_legal(e.action_masks()))
+    assert turns == [(f"builder_{i}", s) for i in (0, 1, 0, 1) for s in (0, 1, 2)]
+    assert len(e.assembly) == 5 and e.episode_stats()["pieces_by_builder"] == {"builder_0": 2, "builder_1": 2}
+
+
+def test_an_illegal_staged_sub_step_passes_the_turn_and_keeps_the_choice() -> None:
+    e = raw_env(FREE_TASK, 2, config=CONFIG, split="region", encoding="staged")
+    e.reset(seed=0)
+    e.step(first_legal(e.action_masks()))  # builder_0: where
+    chosen = e._views["builder_0"].choice
+    forbidden = int(np.flatnonzero(e.action_masks()[:-1] == 0)[0])
+    e.step(forbidden)  # builder_0: an illegal what, a penalised no-op that ends its turn
+    assert e.infos["builder_0"]["invalid_reason"].startswith("bad_action") and e.agent_selection == "builder_1"
+    for _ in range(3):  # builder_1 places a piece on its own band
+        e.step(first_legal(e.action_masks()))
+    assert e.agent_selection == "builder_0" and e._views["builder_0"].choice == chosen
+    assert e._views["builder_0"].stage == 1  # it resumes at its what sub-step
+
+
+def test_staged_encode_placement_walks_the_three_sub_steps_for_the_selected_builder() -> None:
+    e = raw_env(FREE_TASK, 2, config=CONFIG, split="region", encoding="staged")
+    e.reset(seed=0)
+    target = e.targets("builder_0")[0]
+    placement = Placement("3003", BLUE, target, ("hole", 0), 0.0)
+    assert e.encode_placement(placement, "builder_1") is None  # not on builder_1's band: it cannot name it
+    for _ in range(3):
+        e.step(e.encode_placement(placement))
+    assert e.infos["builder_0"]["outcome"] == "placed" and e.agent_selection == "builder_1"
+
+
+def test_the_parallel_api_refuses_the_staged_encoding() -> None:
+    with pytest.raises(ValueError, match="staged placement is three"):
+        parallel_env(FREE_TASK, 2, config=CONFIG, encoding="staged")

@@ -39,7 +39,12 @@ def _replay(lid: str, seed: int) -> tuple[Any, dict]:
 
 
 @pytest.mark.parametrize(
-    "lid", [pytest.param(lid, marks=pytest.mark.slow) if lid == "fidelity-large" else lid for lid in BENCHMARK]
+    "lid",
+    [
+        pytest.param(lid, marks=pytest.mark.slow) if lid == "fidelity-large" else lid
+        for lid in BENCHMARK
+        if level(lid).multi is None  # builders take turns there: tests/suite/test_multi_builder_level.py replays it
+    ],
 )
 def test_a_known_solution_replays_through_the_level_actions(lid: str) -> None:
     lv = level(lid)
