@@ -1,8 +1,9 @@
 """Reach towards goals: how far a build has come towards target cells that mark places to get to (a cantilever's
 tip) rather than a shape to copy.
 
-Measured on the target's own lattice, per goal cell (a target cell the start piece, piece 0, does not fill): its
-distance (LDU) to the nearest cell the build fills, against its distance to the start piece's nearest cell. A
+Measured on the target's own lattice, per goal cell (a target cell the start pieces do not fill: piece 0, and a
+bridge's far pier after it): its distance (LDU) to the nearest cell the build fills, against its distance to the
+start pieces' nearest cell. A
 cell's progress is ``1 − now / at_start`` clipped to [0, 1] (1 once filled); the build's progress is the mean over
 the goal cells, so two goals on opposite sides each count for half.
 """
@@ -31,12 +32,12 @@ def goal_distances(target: VoxelGrid, model: Any, cells: np.ndarray) -> np.ndarr
     return np.sqrt(np.min(np.einsum("ijk,ijk->ij", gaps, gaps), axis=1))
 
 
-def reach_progress(target: VoxelGrid, assembly: Any) -> float:
-    """Mean progress of ``assembly`` over ``target``'s goal cells (see the module docstring); 1.0 when the start
-    piece leaves no goal cell, 0.0 for an empty assembly."""
+def reach_progress(target: VoxelGrid, assembly: Any, starts: int = 1) -> float:
+    """Mean progress of ``assembly`` over ``target``'s goal cells (see the module docstring), its first ``starts``
+    pieces (by id) being the start pieces; 1.0 when they leave no goal cell, 0.0 for an empty assembly."""
     if not len(assembly):
         return 0.0
-    start = [assembly[min(assembly.pieces)]]
+    start = [assembly[pid] for pid in sorted(assembly.pieces)[:starts]]
     cells = np.argwhere(target.occupancy)
     at_start = goal_distances(target, start, cells)
     goals = at_start > 0.0

@@ -18,7 +18,7 @@ import numpy as np
 
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.pieces import ConnectorRef, Outcome, Piece, Placement
-from brick_gym.core.poses import yaw_of
+from brick_gym.core.poses import translation, yaw_of
 from brick_gym.core.progress import TargetProgress
 from brick_gym.core.rules import Rules
 from brick_gym.envs.codecs import Codec, View
@@ -40,6 +40,9 @@ class EnvTask:
     rules: Rules
     palette: tuple[PaletteSlot, ...]
     start: tuple[str, int | str] = ("3958", "light bluish gray")
+    ground: tuple[tuple[str, int | str, tuple[float, float, float]], ...] = ()
+    """More pieces standing on the ground when an episode begins, after the start piece: (part, colour, world
+    translation in LDU), e.g. a bridge's far pier. With the start piece they are the episode's start pieces."""
     target_voxels: Any = None
     """``voxels.VoxelGrid`` of the target model, for fidelity terms and the ``target`` observation."""
     prompt: str | None = None
@@ -205,6 +208,10 @@ class Episode:
             if not start.ok:
                 raise ValueError(f"task {task.name!r}: start piece refused: {start.message}")
             start_id = start.piece
+            for stem, col, at in task.ground:
+                more = self.assembly.add(stem, col, translation(*at))
+                if not more.ok:
+                    raise ValueError(f"task {task.name!r}: ground piece {stem} at {at} refused: {more.message}")
         self.report = None
         self.term_sums = {}
         self.scratch = {}

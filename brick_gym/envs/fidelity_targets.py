@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -32,7 +32,7 @@ from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import part
 from brick_gym.core.examples import BuildFailed
 from brick_gym.core.pieces import ConnectorRef, Joint
-from brick_gym.core.poses import yaw_of
+from brick_gym.core.poses import translation, yaw_of
 from brick_gym.core.voxels import VoxelGrid, voxelize
 
 ALL_KINDS: tuple[str, ...] = ("wall", "tower", "stairs", "pyramid", "house", "mosaic")
@@ -62,13 +62,16 @@ PALETTE_STEMS: tuple[str, ...] = ("3001", "3003", "3004", "3005", "3010", "3020"
 @dataclass(frozen=True)
 class BuildStep:
     """One placement of a build: ``part`` in ``colour``, its connector ``source`` on ``target`` turned by
-    ``yaw`` degrees; ``target=None`` only for the first (base) piece, placed at the identity pose."""
+    ``yaw`` degrees; ``target=None`` for a piece put on the ground: the first (base) piece at the identity pose,
+    any other (a bridge's far pier) at the world translation ``at`` (LDU)."""
 
     part: str
     colour: int
     target: ConnectorRef | None
     source: tuple[str, int] = ("hole", 0)
     yaw: float = 0.0
+    at: tuple[float, float, float] | None = field(default=None, repr=False)
+    """Left out of the repr, so that the digests naming the targets drawn before it existed stay the same."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class FidelityTask:
         asm = Assembly(strict=strict, name=self.name)
         for n, step in enumerate(self.steps):
             if step.target is None:
-                out = asm.add(step.part, step.colour)
+                out = asm.add(step.part, step.colour, None if step.at is None else translation(*step.at))
             else:
                 out = asm.attach(step.part, step.colour, to=step.target, by=step.source, yaw=step.yaw)
             if not out.ok:
@@ -195,6 +198,29 @@ class StudGridBuilder:
             return True
         self.skipped += 1
         return False
+
+    def ground(self, stem: str, colour: int, i0: int, k0: int) -> bool:
+        """Put a box part (unturned) on the ground beside the base, its footprint's low corner on cell (i0, k0) of
+        a part of the region with nothing under it yet (a bridge's far pier): its top is a surface like the base
+        plate's. False (nothing placed) when the cells are out of the region or taken."""
+        if not self.room():
+            return False
+        p = part(stem)
+        lo, hi = (np.round(v / 10.0) * 10.0 for v in p.bounds)  # the footprint on the stud grid (bevels off)
+        wi, wk = round((hi[0] - lo[0]) / 20.0), round((hi[2] - lo[2]) / 20.0)
+        cells = self.surface[i0 : i0 + wi, k0 : k0 + wk]
+        if i0 < 0 or k0 < 0 or i0 + wi > self.nx or k0 + wk > self.nz or np.isfinite(cells).any():
+            self.skipped += 1
+            return False
+        at = (float(self.cell_x(i0) - lo[0]), 0.0, float(self.cell_z(k0) - lo[2]))
+        out = self.asm.add(stem, colour, translation(*at))
+        if not out.ok:
+            self.skipped += 1
+            return False
+        self.steps.append(BuildStep(stem, colour, None, at=at))
+        cells[:] = 0.0
+        self._index_studs(out.piece)  # type: ignore[arg-type]
+        return True
 
     def _index_studs(self, pid: int) -> None:
         """Index a new piece's free studs."""

@@ -28,7 +28,7 @@ from brick_gym.envs.episode import EnvTask
 from brick_gym.envs.fidelity_targets import BASE_PLATES, FidelityTask, StudGridBuilder
 from brick_gym.envs.fidelity_tasks import fidelity_palette
 
-__all__ = ["CantileverFamily", "CantileverTask", "draw_cantilever"]
+__all__ = ["CantileverFamily", "CantileverTask", "build_arm", "draw_cantilever", "range_param"]
 
 PLATE = ("3958", 71)
 """The start plate: 6×6 studs, light bluish grey."""
@@ -81,14 +81,21 @@ def draw_cantilever(
 
 
 def _side(b: StudGridBuilder, at: int, way: int, out: int, height: int, row: int, colours: list[int]) -> bool:
-    """One arm: a column of ``height`` 2×2 bricks on cells ``at``, ``at + 1``, then 2×4 stair plates stepping
-    :data:`STEP_OUT` studs further each (towards +x for ``way`` 1, −x for −1) and the 2×2 goal plate on the last
-    one's outer half, ``out`` studs beyond the plate's edge."""
+    """One arm (:func:`build_arm`) and the 2×2 goal plate on its last stair plate's outer half, ``out`` studs
+    beyond the plate's edge."""
+    edge = at + 2 if way > 0 else at
+    ok = build_arm(b, at, way, out, height, row, colours)
+    return ok and b.put(GOAL, colours[3], edge + out - 2 if way > 0 else edge - out, row)
+
+
+def build_arm(b: StudGridBuilder, at: int, way: int, out: int, height: int, row: int, colours: list[int]) -> bool:
+    """A column of ``height`` 2×2 bricks on cells ``at``, ``at + 1`` (of ``row``), then 2×4 stair plates stepping
+    :data:`STEP_OUT` studs further each (towards +x for ``way`` 1, −x for −1) until the last one ends ``out``
+    studs beyond the column's outer edge; False when a piece cannot be put."""
     ok = all(b.put(COLUMN, colours[0], at, row) for _ in range(height))
     for j in range(out // STEP_OUT):
         ok = ok and b.put(STEP, colours[2], at + STEP_OUT * j if way > 0 else at - STEP_OUT * (j + 1), row)
-    edge = at + 2 if way > 0 else at
-    return ok and b.put(GOAL, colours[3], edge + out - 2 if way > 0 else edge - out, row)
+    return ok
 
 
 class CantileverFamily:
@@ -98,8 +105,8 @@ class CantileverFamily:
     family = "cantilever"
 
     def __init__(self, params: Mapping[str, Any]) -> None:
-        self.reach = _pair(params.get("reach", (8, 12)), "reach", 2)
-        self.column = _pair(params.get("column", (2, 4)), "column", 1)
+        self.reach = range_param(params.get("reach", (8, 12)), "reach", 2)
+        self.column = range_param(params.get("column", (2, 4)), "column", 1)
         self.sides = params.get("sides", 1)
         if self.sides not in (1, 2):
             raise ValueError(f"cantilever: sides must be 1 or 2, got {self.sides!r}")
@@ -135,14 +142,15 @@ class CantileverFamily:
         return isinstance(other, CantileverFamily) and self._key() == other._key()
 
 
-def _pair(value: Any, name: str, least: int) -> tuple[int, int]:
+def range_param(value: Any, name: str, least: int, family: str = "cantilever") -> tuple[int, int]:
+    """A level file's ``[min, max]`` parameter, checked (whole numbers, ``least <= min <= max <= 64``)."""
     if (
         not isinstance(value, list | tuple)
         or len(value) != 2
         or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
         or not least <= value[0] <= value[1] <= 64
     ):
-        raise ValueError(f"cantilever: {name} must be [min, max] whole numbers in {least}..64, got {value!r}")
+        raise ValueError(f"{family}: {name} must be [min, max] whole numbers in {least}..64, got {value!r}")
     return int(value[0]), int(value[1])
 
 

@@ -33,12 +33,13 @@ from brick_gym.envs.episode import EnvConfig, EnvTask
 from brick_gym.extras import require
 from brick_gym.judges.requests import JudgeBackend
 from brick_gym.rewards.terms import RewardSpec, standard_rewards
+from brick_gym.suite.bridge import BridgeFamily
 from brick_gym.suite.cantilever import CantileverFamily
 from brick_gym.suite.levels import SUITE_VERSION, Level, level
 from brick_gym.suite.prompts import NOT_COMPARABLE, PromptFamily, PromptObservation, judge_term, resolve_judge
 from brick_gym.suite.tasks import TaskFamily
 
-Family = TaskFamily | CantileverFamily | PromptFamily
+Family = TaskFamily | CantileverFamily | BridgeFamily | PromptFamily
 
 
 class SplitTasks:
@@ -57,6 +58,8 @@ def family_of(lvl: Level) -> Family:
     params = {k: v for k, v in lvl.task.items() if k != "family"}
     if lvl.task["family"] == CantileverFamily.family:
         return CantileverFamily(params)
+    if lvl.task["family"] == BridgeFamily.family:
+        return BridgeFamily(params)
     if lvl.task["family"] == PromptFamily.family:
         return PromptFamily(params)
     return TaskFamily(lvl.task["family"], params)
@@ -240,7 +243,7 @@ def episode_measures(lvl: Level, env: BrickAssemblyEnv, info: Mapping[str, Any])
     measures["fidelity"] = round(float(terms.get("fidelity", 0.0)), 6)
     measures["fidelity_colour"] = round(float(terms.get("fidelity_colour", 0.0)), 6)
     if lvl.score.metric == "reach":
-        measures["reach"] = round(reach_progress(env.task.target_voxels, env.assembly), 6)
+        measures["reach"] = round(reach_progress(env.task.target_voxels, env.assembly, 1 + len(env.task.ground)), 6)
     if lvl.score.gate == "forces":
         measures["holds"] = bool(analyse(env.assembly).holds)
     return measures

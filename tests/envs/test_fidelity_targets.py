@@ -155,3 +155,20 @@ def test_bad_arguments() -> None:
         generate_suite(2, 0, kinds=())
     step = BuildStep("3001", 4, None)
     assert step.source == ("hole", 0) and step.yaw == 0.0
+
+
+def test_a_ground_piece_stands_beside_the_base_and_replays() -> None:
+    """A bridge's far pier: put on the ground by cell, recorded with its translation, rebuilt by ``build``; cells
+    that are taken or off the region are refused."""
+    from brick_gym.envs.fidelity_targets import StudGridBuilder
+
+    b = StudGridBuilder("3958", 71, 100, region=(20, 6))
+    assert not b.ground("3958", 71, 3, 0) and not b.ground("3958", 71, 15, 0)  # on the base; off the region
+    assert b.ground("3958", 71, 14, 0)
+    assert b.put("3003", 4, 14, 0)  # its top is a surface like the base plate's
+    step = b.steps[1]
+    assert step.target is None and step.at == (280.0, 0.0, 0.0)
+    built = b.task("wall", "small").build()
+    assert np.allclose(built[1].pose[:3, 3], step.at) and built.neighbours(1) == [2]
+    assert check(built).valid
+    assert "at=" not in repr(step)  # digests naming targets drawn before ground pieces existed stay as they were

@@ -26,6 +26,8 @@ def _replay(lid: str, seed: int) -> tuple[Any, dict]:
     env.reset(seed=0, options={"task": task})
     info: dict = {}
     for step in task.extras["fidelity_task"].steps[1:]:
+        if step.target is None:  # a ground piece (a bridge's far pier): the episode begins with it
+            continue
         placement = Placement(step.part, step.colour, step.target, step.source, step.yaw)
         for _ in range(3):
             assert len(base.view.targets) < base.config.max_targets, "the connector list was cut short"
