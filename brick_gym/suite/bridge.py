@@ -29,6 +29,7 @@ from brick_gym.envs.episode import EnvTask
 from brick_gym.envs.fidelity_targets import BASE_PLATES, FidelityTask, StudGridBuilder
 from brick_gym.envs.fidelity_tasks import fidelity_palette
 from brick_gym.suite.cantilever import GOAL, PLATE, STEP, STEP_OUT, build_arm, range_param
+from brick_gym.suite.family import KeyedFamily
 
 __all__ = ["BridgeFamily", "BridgeTask", "draw_bridge"]
 
@@ -75,7 +76,7 @@ def draw_bridge(rng: np.random.Generator, gap: tuple[int, int], column: tuple[in
     return BridgeTask(name, 2 * half, (far.part, far.colour, far.at), b.task("bridge", name), target)  # type: ignore[arg-type]
 
 
-class BridgeFamily:
+class BridgeFamily(KeyedFamily):
     """Bridge tasks by seed (parameters ``gap`` = [min, max] studs between the piers, ``column`` = [min, max]
     bricks under each arm)."""
 
@@ -109,11 +110,9 @@ class BridgeFamily:
             extras={"fidelity_task": drawn.solution, "seed": seed, "gap": drawn.gap},
         )
 
-    def __hash__(self) -> int:
-        return hash((self.family, self.gap, self.column))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, BridgeFamily) and (self.gap, self.column) == (other.gap, other.column)
+    def key(self) -> tuple:
+        """The parameters that fix every task of the family."""
+        return (self.gap, self.column)
 
 
 @lru_cache(maxsize=256)

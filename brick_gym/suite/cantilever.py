@@ -27,6 +27,7 @@ from brick_gym.core.voxels import VoxelGrid, voxelize
 from brick_gym.envs.episode import EnvTask
 from brick_gym.envs.fidelity_targets import BASE_PLATES, FidelityTask, StudGridBuilder
 from brick_gym.envs.fidelity_tasks import fidelity_palette
+from brick_gym.suite.family import KeyedFamily
 
 __all__ = ["CantileverFamily", "CantileverTask", "build_arm", "draw_cantilever", "range_param"]
 
@@ -98,7 +99,7 @@ def build_arm(b: StudGridBuilder, at: int, way: int, out: int, height: int, row:
     return ok
 
 
-class CantileverFamily:
+class CantileverFamily(KeyedFamily):
     """Cantilever tasks by seed (parameters ``reach`` = [min, max] studs, ``column`` = [min, max] bricks and
     ``sides``, 1 or 2 goals)."""
 
@@ -132,14 +133,9 @@ class CantileverFamily:
             extras={"fidelity_task": drawn.solution, "seed": seed, "reach": drawn.reach},
         )
 
-    def _key(self) -> tuple:
+    def key(self) -> tuple:
+        """The parameters that fix every task of the family."""
         return (self.family, self.reach, self.column, self.sides)
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CantileverFamily) and self._key() == other._key()
 
 
 def range_param(value: Any, name: str, least: int, family: str = "cantilever") -> tuple[int, int]:

@@ -29,6 +29,7 @@ from brick_gym.envs.palette import PaletteSlot, make_palette
 from brick_gym.judges.backends import JUDGE_SPECS, judge_from_spec
 from brick_gym.judges.requests import JudgeBackend
 from brick_gym.judges.vqa import VQATask, load_tasks
+from brick_gym.suite.family import KeyedFamily
 from brick_gym.suite.withheld import TargetWithheld
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def _tasks(path: str) -> dict[str, VQATask]:
         return {t.id: t for t in load_tasks(file, strict=False)}
 
 
-class PromptFamily:
+class PromptFamily(KeyedFamily):
     """BrickBench text tasks of one task file (``tasks``, relative to ``brick_gym/data``) under the Model
     setting's rules: every ``parts`` × ``colours`` in the palette, built from the ``start`` plate."""
 
@@ -81,14 +82,9 @@ class PromptFamily:
         self.colours = tuple(params["colours"])
         self.start = tuple(params.get("start", ("3958", "light bluish gray")))
 
-    def _key(self) -> tuple:
+    def key(self) -> tuple:
+        """The parameters that fix every task of the family."""
         return (self.tasks, self.id_format, self.parts, self.colours, self.start)
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PromptFamily) and self._key() == other._key()
 
     @property
     def palette(self) -> tuple[PaletteSlot, ...]:

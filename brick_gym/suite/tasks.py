@@ -28,6 +28,7 @@ from brick_gym.envs.episode import EnvTask
 from brick_gym.envs.fidelity_targets import ALL_KINDS, COLOURS, BuildStep, FidelityTask, generate
 from brick_gym.envs.fidelity_tasks import fidelity_palette, task_for
 from brick_gym.envs.palette import PaletteSlot, default_sources
+from brick_gym.suite.family import KeyedFamily
 
 FAMILIES = ("fidelity", "composite", "inventory", "kit")
 COMPOSITE_BASE = ("3811", 71)
@@ -57,7 +58,7 @@ def inventory_palette() -> tuple[PaletteSlot, ...]:
     return tuple(PaletteSlot(part(s).stem, c, _holes(s)) for s, c in sorted(default_inventory().limits))
 
 
-class TaskFamily:
+class TaskFamily(KeyedFamily):
     """Targets of one family and its parameters (``kinds``, ``size``, ``min_parts``, ``subtargets``)."""
 
     def __init__(self, family: str, params: Mapping[str, Any]) -> None:
@@ -90,14 +91,9 @@ class TaskFamily:
         """The env task of ``seed``: its target, start piece, rules and the family's palette."""
         return _task(self, seed)
 
-    def _key(self) -> tuple:
+    def key(self) -> tuple:
+        """The parameters that fix every task of the family."""
         return (self.family, self.kinds, self.size, self.min_parts, self.require)
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TaskFamily) and self._key() == other._key()
 
     def draw(self, seed: int, attempt: int) -> FidelityTask | None:
         """One candidate target for (seed, attempt), or None when it misses the family's demands."""
