@@ -31,8 +31,11 @@ DIRECT_SIZE = 256
 tokens) join the context as they are; larger ones (target voxels, their colours, plan images) are encoded."""
 
 
-def _direct(space: gym.spaces.Box) -> bool:
-    """Whether an observation joins the context as it is (flat and small)."""
+def _direct(space: gym.spaces.Space) -> bool:
+    """Whether an observation joins the context as it is: flat and small, or discrete (SB3 hands a ``Discrete``
+    over one-hot, e.g. the acting builder's index in the turn-taking view)."""
+    if isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete | gym.spaces.MultiBinary):
+        return True
     return len(space.shape) == 1 and space.shape[0] <= DIRECT_SIZE
 
 
@@ -49,6 +52,7 @@ def _encoder(space: gym.spaces.Box, hidden: int) -> Any:
 
 def dict_features_extractor() -> type:
     """The features extractor class (built lazily so that importing this module does not import torch)."""
+    from stable_baselines3.common.preprocessing import get_flattened_obs_dim
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
     torch, nn = _torch()
@@ -87,7 +91,7 @@ def dict_features_extractor() -> type:
             targets = SetEncoder(spaces["targets"].shape[-1], hidden)
             self.direct_keys = sorted(k for k in spaces if k not in LISTED and _direct(spaces[k]))
             self.encoded_keys = sorted(k for k in spaces if k not in LISTED and not _direct(spaces[k]))
-            small = sum(int(np.prod(spaces[k].shape)) for k in self.direct_keys)
+            small = sum(get_flattened_obs_dim(spaces[k]) for k in self.direct_keys)
             context = pieces.out_dim + targets.out_dim + hidden * len(self.encoded_keys) + small
             self.n_candidates = 0
             total = context

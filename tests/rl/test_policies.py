@@ -59,10 +59,13 @@ def test_candidate_logits_follow_their_rows(model_and_obs) -> None:
     assert after[-1] == pytest.approx(before[-1], rel=1e-5)
 
 
-@pytest.mark.parametrize("level", ["fidelity-small", "plans-medium"])
+@pytest.mark.parametrize("level", ["fidelity-small", "plans-medium", "multi-builder-balance"])
 def test_the_extractor_reads_every_observation_of_a_suite_level(level: str) -> None:
-    """Nothing a level observes is dropped: the staged sub-step (``choice``), the target colours and the plan
-    images each move the features (a policy blind to the sub-step could not tell where from what)."""
+    """Nothing a level observes is dropped: the staged sub-step (``choice``), the target colours, the plan
+    images and the acting builder (a ``Discrete``, one-hot) each move the features (a policy blind to the sub-step
+    could not tell where from what)."""
+    from stable_baselines3.common.preprocessing import preprocess_obs
+
     from brick_gym.envs.registry import SUITE_ID
     from brick_gym.rl.policies import LISTED
 
@@ -76,6 +79,7 @@ def test_the_extractor_reads_every_observation_of_a_suite_level(level: str) -> N
     assert "choice" in extractor.direct_keys and ("plans" in keys) == (level == "plans-medium")
     obs = {k: torch.as_tensor(v) for k, v in vec.reset().items()}
     obs, _ = model.policy.obs_to_tensor({k: v.numpy() for k, v in obs.items()})
+    obs = preprocess_obs(obs, model.observation_space)  # as SB3 hands them over: one-hot, images scaled
     with torch.no_grad():
         base = extractor(obs)
         for key in keys:
