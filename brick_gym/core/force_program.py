@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -42,28 +43,81 @@ at 1,020 pieces a looser threshold makes that 6 ms (of 23) cheaper; the equilibr
 solution (``Solution.residual``) and the warm answers against cold ones in ``tests/core/test_forces.py``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Solution:
-    """One component's solved program: λ*, per pair the utilisation and mode, which pairs move (mechanism),
-    whether the ground must pull (tips), the pairs' wrenches (on pair[1], world, moments about the world origin)
-    and each grounded piece's ground reaction."""
+    """One component's solved program: λ*, per pair the utilisation and mode, which pairs move (mechanism) and
+    whether the ground must pull (tips); the pairs' wrenches (on pair[1], world, moments about the world origin),
+    each grounded piece's ground reaction and the equilibrium residual are read from the column values only when
+    asked for (a warm step at 1,000 pieces needs only the utilisations: summing every column costs 2-3 ms)."""
 
     load_factor: float
     utilisation: np.ndarray
-    modes: list
+    mode_ids: np.ndarray
+    """Each pair's mode as a number of ``force_blocks.MODES`` (−1: none)."""
     moving: np.ndarray
     tips: bool
-    pair_force: np.ndarray
-    pair_moment: np.ndarray
-    ground: dict
-    residual: float
-    solved: bool = True
+    values: np.ndarray = field(repr=False)
+    """The columns' values at the actual weight; the rest is the program as it was when solved (its buffers only
+    grow, so these views stay right)."""
+    owner: np.ndarray = field(repr=False)
+    wrench: np.ndarray = field(repr=False)
+    weights: np.ndarray = field(repr=False)
+    centroids: np.ndarray = field(repr=False)
+    origin: np.ndarray = field(repr=False)
+    pair_rows: np.ndarray = field(repr=False)
+    ids: tuple[int, ...] = field(repr=False)
 
+    def mode(self, k: int) -> str:
+        """Pair ``k``'s mode ("" when no check limits it)."""
+        m = int(self.mode_ids[k])
+        return fb.MODES[m] if m >= 0 else ""
 
-def unsolved(n: int) -> Solution:
-    """The solution of a program that ran out of time (``n`` pairs)."""
-    return Solution(math.nan, np.full(n, math.nan), [""] * n, np.zeros(n, bool), False, np.zeros((n, 3)),
-                    np.zeros((n, 3)), {}, math.nan, solved=False)  # fmt: skip
+    @property
+    def pair_force(self) -> np.ndarray:
+        return self._wrenches[0]
+
+    @property
+    def pair_moment(self) -> np.ndarray:
+        return self._wrenches[1]
+
+    @property
+    def ground(self) -> dict:
+        """Ground reaction on each grounded piece: (force, moment about the world origin)."""
+        return self._wrenches[2]
+
+    @property
+    def ground_rows(self) -> np.ndarray:
+        """The rows of the pieces the ground holds."""
+        return self._wrenches[3]
+
+    @property
+    def residual(self) -> float:
+        """Largest equilibrium error of any piece (N, and N·LDU / 20 for moments)."""
+        return self._wrenches[4]
+
+    @cached_property
+    def _wrenches(self) -> tuple[np.ndarray, np.ndarray, dict, np.ndarray, float]:
+        owner, n, k = self.owner, len(self.utilisation), len(self.ids)
+        w = self.wrench * self.values[:, None]
+        w[:, 3:] *= SCALE  # N·LDU
+        joint = owner >= 0
+        pair_wrench = _sum_by(owner[joint], w[joint], n)
+        weight = np.zeros((k, 3))
+        weight[:, 1] = self.weights
+        origin = self.origin
+        net = np.concatenate([weight, fb.cross(self.centroids - origin, weight)], axis=1)
+        rows = self.pair_rows
+        net += _sum_by(rows[:, 0], pair_wrench, k) - _sum_by(rows[:, 1], pair_wrench, k)
+        rests = -1 - owner[~joint]
+        ground_wrench = _sum_by(rests, w[~joint], k)
+        net += ground_wrench
+        about_world = ground_wrench[:, 3:] + fb.cross(origin, ground_wrench[:, :3])
+        held = np.unique(rests)
+        ground = {self.ids[r]: (ground_wrench[r, :3], about_world[r]) for r in held.tolist()}
+        residual = max(float(np.abs(net[:, :3]).max()), float(np.abs(net[:, 3:]).max()) / SCALE)
+        pair_force = pair_wrench[:, :3]
+        pair_moment = pair_wrench[:, 3:] + fb.cross(origin, pair_force)  # about the world origin
+        return pair_force, pair_moment, ground, held, residual
 
 
 class _Buffer:
@@ -135,11 +189,6 @@ class Program:
     def pair_rows(self) -> np.ndarray:
         """(pairs, 2): the rows of each pair's pieces, pair[1] (its forces act on) then pair[0]."""
         return self._pair_rows.view
-
-    @property
-    def pair_ids(self) -> np.ndarray:
-        """(pairs, 2): each pair's piece ids."""
-        return np.array(self.pairs, dtype=np.int64).reshape(-1, 2)
 
     def grow(self, ids: Sequence[int], pieces: dict[int, Piece], joints: Sequence[Joint], weighed) -> None:
         """Add the pieces ``ids`` and the ``joints`` with an end among them (each once): their rows, columns and
@@ -249,8 +298,6 @@ class Program:
         diagnose = checks is None
         lam = float(x[0])
         values = x[1:] * (1.0 / lam if lam > 0 and not diagnose else 1.0)  # the forces at the actual weight
-        w = wrench * values[:, None]
-        w[:, 3:] *= SCALE  # N·LDU
         n = len(self.pairs)
         util = np.zeros(n)
         mode_ids = np.full(n, -1)
@@ -262,34 +309,18 @@ class Program:
             np.maximum.at(util, pair, ratio)
             first = np.flatnonzero((ratio == util[pair]) & (ratio > 0))[::-1]  # the first check reaching it names it
             mode_ids[pair[first]] = np.r_[c.bound_mode, c.row_mode][first]
-        joint = owner >= 0
         ground_slack = 0.0
         moving = np.zeros(n, bool)
         if slack is not None:
+            joint = owner >= 0
             values_slack = np.where(slack, values, 0.0)
             moving = np.bincount(owner[joint], weights=values_slack[joint], minlength=n) > SLACK_TOLERANCE
             util[moving] = math.inf
             mode_ids[moving] = fb.mode_id(fb.SLIDES)
             ground_slack = float(values_slack[~joint].sum())
-        modes = [fb.MODES[m] if m >= 0 else "" for m in mode_ids.tolist()]
-        pair_wrench = _sum_by(owner[joint], w[joint], n)
-        k = len(self.ids)
-        weight = np.zeros((k, 3))
-        weight[:, 1] = self._weights.view
-        net = np.concatenate([weight, fb.cross(self._centroids.view - self.origin, weight)], axis=1)
-        rows = self.pair_rows
-        net += _sum_by(rows[:, 0], pair_wrench, k) - _sum_by(rows[:, 1], pair_wrench, k)
-        rests = -1 - owner[~joint]
-        ground_wrench = _sum_by(rests, w[~joint], k)
-        net += ground_wrench
-        origin = self.origin
-        about_world = ground_wrench[:, 3:] + fb.cross(origin, ground_wrench[:, :3])
-        ground = {self.ids[r]: (ground_wrench[r, :3], about_world[r]) for r in np.unique(rests).tolist()}
-        residual = max(float(np.abs(net[:, :3]).max()), float(np.abs(net[:, 3:]).max()) / SCALE)
-        pair_force = pair_wrench[:, :3]
-        pair_moment = pair_wrench[:, 3:] + fb.cross(origin, pair_force)  # about the world origin
         tips = ground_slack > SLACK_TOLERANCE
-        return Solution(0.0 if diagnose else lam, util, modes, moving, tips, pair_force, pair_moment, ground, residual)
+        held = (self._weights.view, self._centroids.view, self.origin, self.pair_rows, tuple(self.ids))
+        return Solution(0.0 if diagnose else lam, util, mode_ids, moving, tips, values, owner, wrench, *held)
 
 
 def _sum_by(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

@@ -73,22 +73,40 @@ class JointLoad:
 
 @dataclass(frozen=True, eq=False)
 class _Table:
-    """Every joined pair's reading as arrays (rows ``order`` worst first); :class:`JointLoad` s are made only for
-    those asked for. ``pairs``, ``connectors`` and ``kinds`` are the program's lists, which only grow."""
+    """A solved component's joints, read only when asked for (the order, the wrenches, the first cut): a warm step
+    needs just the largest utilisation. ``pairs``, ``connectors`` and ``kinds`` are the program's lists, which only
+    grow; its first ``len(solution.utilisation)`` entries are this solution's."""
 
     pairs: list
     connectors: list
     kinds: list
-    order: np.ndarray
-    utilisation: np.ndarray
-    modes: list
-    force: np.ndarray
-    moment: np.ndarray
-    point: np.ndarray
+    points: np.ndarray
+    solution: fp.Solution
+    worst: float
+
+    @cached_property
+    def order(self) -> np.ndarray:
+        """Pair numbers, worst first (ties by their pieces)."""
+        util = self.solution.utilisation
+        ends = np.array(self.pairs[: len(util)], dtype=np.int64).reshape(-1, 2)
+        return np.lexsort((ends[:, 1], ends[:, 0], -np.where(np.isnan(util), np.inf, util)))
+
+    @cached_property
+    def moment(self) -> np.ndarray:
+        """Each pair's moment about its joining point (N·LDU)."""
+        sol = self.solution
+        return sol.pair_moment - fb.cross(self.points, sol.pair_force)
+
+    @cached_property
+    def cut(self) -> tuple[int, ...]:
+        """Pieces no longer joined to a grounded piece once every joint within :data:`CRITICAL` of the worst
+        gives."""
+        return _first_cut(self.solution, self.worst) if self.worst > 0 else ()
 
     def load(self, k: int) -> JointLoad:
-        return JointLoad(self.pairs[k], self.connectors[k], self.kinds[k], float(self.utilisation[k]), self.modes[k],
-                         self.force[k], self.moment[k], self.point[k])  # fmt: skip
+        sol = self.solution
+        return JointLoad(self.pairs[k], self.connectors[k], self.kinds[k], float(sol.utilisation[k]), sol.mode(k),
+                         sol.pair_force[k], self.moment[k], self.points[k])  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,13 +119,23 @@ class ComponentForces:
     """0 for a component without limited joints; ∞ if it is a mechanism or tips; NaN if not solved in time."""
     table: _Table | None = field(default=None, repr=False)
     tips: bool = False
-    cut: tuple[int, ...] = ()
-    """Pieces that come loose first: those no longer joined to the ground once the critical joints give."""
-    residual: float = 0.0
-    """Largest equilibrium error of any part (N, and N·LDU / 20 for moments), recomputed from the joint wrenches."""
-    ground: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
-    """Ground reaction on each grounded piece: (force, moment about the world origin)."""
     seconds: float = 0.0
+
+    @property
+    def cut(self) -> tuple[int, ...]:
+        """Pieces that come loose first: those no longer joined to the ground once the critical joints give."""
+        return () if self.table is None else self.table.cut
+
+    @property
+    def residual(self) -> float:
+        """Largest equilibrium error of any part (N, and N·LDU / 20 for moments), recomputed from the joint
+        wrenches."""
+        return 0.0 if self.table is None else self.table.solution.residual
+
+    @property
+    def ground(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Ground reaction on each grounded piece: (force, moment about the world origin)."""
+        return {} if self.table is None else self.table.solution.ground
 
     @cached_property
     def joints(self) -> tuple[JointLoad, ...]:
@@ -274,42 +302,34 @@ def _resting(stem: str, rot: bytes, depth: float) -> np.ndarray:
 
 
 def _component(program: fp.Program, sol: fp.Solution, started: float) -> ComponentForces:
-    """Read one grounded component's loads from its solved program."""
+    """Read one grounded component's largest utilisation from its solved program (its joints on demand)."""
     ids = tuple(sorted(program.ids))
-    if not sol.solved:
-        return _unsolved(ids)
-    moment = sol.pair_moment - fb.cross(program.points, sol.pair_force)
-    util = sol.utilisation
-    ends = program.pair_ids
-    order = np.lexsort((ends[:, 1], ends[:, 0], -np.where(np.isnan(util), np.inf, util)))
-    table = _Table(program.pairs, program.connectors, program.kinds, order, util, sol.modes, sol.pair_force, moment,
-                   program.points)  # fmt: skip
     if sol.tips or sol.moving.any():
         worst = math.inf
     else:
         capped = sol.load_factor >= fp.MAX_LOAD_FACTOR * (1 - 1e-6)  # under 1e-4: the joints' own readings
-        worst = float(util.max(initial=0.0)) if capped else 1.0 / sol.load_factor
-    cut = _first_cut(program, util, sol.ground, worst) if worst > 0 else ()
-    return ComponentForces(ids, True, worst, table, sol.tips, cut, sol.residual, sol.ground,
-                           time.perf_counter() - started)  # fmt: skip
+        worst = float(sol.utilisation.max(initial=0.0)) if capped else 1.0 / sol.load_factor
+    table = _Table(program.pairs, program.connectors, program.kinds, program.points, sol, worst)
+    return ComponentForces(ids, True, worst, table, sol.tips, time.perf_counter() - started)
 
 
-def _first_cut(program: fp.Program, util: np.ndarray, ground: dict, worst: float) -> tuple[int, ...]:
+def _first_cut(sol: fp.Solution, worst: float) -> tuple[int, ...]:
     """Pieces no longer joined to a grounded piece once every joint within :data:`CRITICAL` of the worst gives."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
+    util = sol.utilisation
     critical = ~np.isfinite(util) if not math.isfinite(worst) else util >= worst * (1 - CRITICAL)
     if not critical.any():
         return ()
-    n = program.size  # piece rows, then one node for the ground
-    rows = program.pair_rows[~critical]
-    held = np.array([program.row_of[p] for p in ground], dtype=np.int64)
+    n = len(sol.ids)  # piece rows, then one node for the ground
+    rows = sol.pair_rows[~critical]
+    held = sol.ground_rows
     a = np.r_[rows[:, 0], held]
     b = np.r_[rows[:, 1], np.full(len(held), n)]
     _, label = connected_components(coo_matrix((np.ones(len(a)), (a, b)), shape=(n + 1, n + 1)), directed=False)
     loose = np.flatnonzero(label[:n] != label[n])
-    return tuple(sorted(program.ids[k] for k in loose.tolist()))
+    return tuple(sorted(sol.ids[k] for k in loose.tolist()))
 
 
 class ForceAnalyser:
