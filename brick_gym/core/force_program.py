@@ -224,28 +224,20 @@ class Program:
         mine = (blocks.checks, first_col)
         self.checks = blocks.checks if cold else fb.Checks.join([(self.checks, 0), mine])
         gravity_rows, gravity = self._gravity(ids, self.row_base.view)
-        matrix = _columns_matrix(blocks, wrench, self.row_base.view, first_row + 6 * len(ids))
-        check_rows = _checks_matrix(blocks.checks, first_col + 1, first_col + 1 + blocks.size)
+        n_new, r = 6 * len(ids), len(blocks.checks.row_cap)
+        columns = _columns(blocks, wrench, self.row_base.view, first_row + n_new)
         if cold:
-            _pass(h, blocks, 6 * len(ids), matrix, gravity_rows, gravity, check_rows, False)
+            _pass(h, blocks, n_new, columns, gravity_rows, gravity, False)
             return
-        n_new = 6 * len(ids)  # the new rows come with their λ entries (changeCoeff costs ~0.4 ms a call at 1,000)
-        starts = np.searchsorted(gravity_rows, first_row + np.arange(n_new)).astype(np.int32)
-        h.addRows(n_new, np.zeros(n_new), np.zeros(n_new), len(gravity), starts, np.zeros(len(gravity), np.int32),
-                  gravity)  # fmt: skip
-        h.addCols(blocks.size, np.zeros(blocks.size), _finite(blocks.lower), _finite(blocks.upper), matrix.nnz,
-                  matrix.indptr[:-1].astype(np.int32), matrix.indices.astype(np.int32), matrix.data)  # fmt: skip
-        r = check_rows.shape[0]
-        if r:
-            h.addRows(
-                r,
-                _finite(np.full(r, -math.inf)),
-                blocks.checks.row_cap,
-                check_rows.nnz,
-                check_rows.indptr[:-1].astype(np.int32),
-                check_rows.indices.astype(np.int32),
-                check_rows.data,
-            )
+        # the new equilibrium rows with their λ entries, then the new check rows; then the columns, with their
+        # entries in both (one call each: a changed coefficient or another call costs ~0.4 ms at 1,000 pieces)
+        starts = np.searchsorted(gravity_rows, first_row + np.arange(n_new + r)).astype(np.int32)
+        h.addRows(n_new + r, np.r_[np.zeros(n_new), _finite(np.full(r, -math.inf))],
+                  np.r_[np.zeros(n_new), blocks.checks.row_cap], len(gravity), starts,
+                  np.zeros(len(gravity), np.int32), gravity)  # fmt: skip
+        h.addCols(blocks.size, np.zeros(blocks.size), _finite(blocks.lower), _finite(blocks.upper),
+                  len(columns.values), columns.starts[:-1].astype(np.int32), columns.rows.astype(np.int32),
+                  columns.values)  # fmt: skip
         tensions = self._tension.view  # their number changed: so did each one's share of the cost
         h.changeColsCost(len(tensions), tensions + 1, np.full(len(tensions), _tension_cost(len(tensions))))
 
@@ -284,11 +276,10 @@ class Program:
         base = 6 * np.arange(len(self.ids))
         gravity_rows, gravity = self._gravity(self.ids, base)
         wrench = fb.unit_wrenches(blocks)
-        matrix = _columns_matrix(blocks, wrench, base, len(base) * 6)
+        columns = _columns(blocks, wrench, base, len(base) * 6)
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        checks = _checks_matrix(blocks.checks, 1, 1 + blocks.size)
-        _pass(h, blocks, len(base) * 6, matrix, gravity_rows, gravity, checks, True)
+        _pass(h, blocks, len(base) * 6, columns, gravity_rows, gravity, True)
         x = _run(h, time_limit_s, self.size <= SIMPLEX_MAX_PIECES, False, self._optimal)
         return None if x is None else self._read(x, blocks.owner, wrench, blocks.slack, None)
 
@@ -349,60 +340,67 @@ def _costs(b: fb.Blocks, diagnose: bool) -> np.ndarray:
     return np.r_[-1.0, np.where(b.tension, _tension_cost(int(b.tension.sum())), 0.0)]
 
 
-def _pass(h, b: fb.Blocks, n_eq: int, matrix, gravity_rows, gravity, check_rows, diagnose: bool) -> None:
+def _pass(h, b: fb.Blocks, n_eq: int, columns: _Columns, gravity_rows, gravity, diagnose: bool) -> None:
     """Hand a whole model to HiGHS (a cold build): λ (fixed to 1 when diagnosing), the blocks' columns, ``n_eq``
     equilibrium rows, then the check rows."""
     import highspy
-    from scipy.sparse import csc_matrix, hstack, vstack
 
-    lam = csc_matrix((gravity, (gravity_rows, np.zeros(len(gravity), np.int64))), shape=(n_eq, 1))
-    a = hstack([lam, matrix], format="csc")
-    if check_rows.shape[0]:
-        a = vstack([a, check_rows], format="csc")
-    n_col, n_row = a.shape[1], a.shape[0]
+    r = len(b.checks.row_cap)
+    n_col, n_row = b.size + 1, n_eq + r
     h.passModel(
         n_col,
         n_row,
-        a.nnz,
+        len(gravity) + len(columns.values),
         int(highspy.MatrixFormat.kColwise),
         int(highspy.ObjSense.kMinimize),
         0.0,
         _costs(b, diagnose),
         np.r_[1.0 if diagnose else 0.0, _finite(b.lower)],
         np.r_[1.0 if diagnose else MAX_LOAD_FACTOR, _finite(b.upper)],
-        np.r_[np.zeros(n_eq), _finite(np.full(check_rows.shape[0], -math.inf))],
+        np.r_[np.zeros(n_eq), _finite(np.full(r, -math.inf))],
         np.r_[np.zeros(n_eq), b.checks.row_cap],
-        a.indptr[:-1].astype(np.int32),
-        a.indices.astype(np.int32),
-        a.data,
+        np.r_[0, len(gravity) + columns.starts[:-1]].astype(np.int32),
+        np.r_[gravity_rows, columns.rows].astype(np.int32),
+        np.r_[gravity, columns.values],
         np.zeros(n_col, np.int32),
     )
 
 
-def _columns_matrix(b: fb.Blocks, wrench: np.ndarray, row_base: np.ndarray, n_rows: int):
-    """The equilibrium entries of the blocks' columns (CSC, rows of the whole model): each column's unit wrench
-    on ``on``'s six rows and its opposite on ``against``'s."""
-    from scipy.sparse import csc_matrix
+@dataclass(frozen=True)
+class _Columns:
+    """Columns in HiGHS's column-wise form: column j's rows and values are ``rows[starts[j]:starts[j + 1]]`` and
+    ``values[...]``, rows ascending."""
 
-    rows, cols, vals = [], [], []
-    for ends, sign in ((b.on, 1.0), (b.against, -1.0)):
-        keep = ends >= 0
-        rows.append((row_base[ends[keep]][:, None] + np.arange(6)[None]).ravel())
-        cols.append(np.repeat(np.flatnonzero(keep), 6))
-        vals.append(sign * wrench[keep].ravel())
-    r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
-    nz = v != 0
-    return csc_matrix((v[nz], (r[nz], c[nz])), shape=(n_rows, b.size))
+    starts: np.ndarray
+    rows: np.ndarray
+    values: np.ndarray
 
 
-def _checks_matrix(c: fb.Checks, first_col: int, n_cols: int):
-    """The row checks (CSR over the model's ``n_cols`` columns; the checks' column i is ``first_col`` + i), each
-    row Σ coeff · x ≤ its capacity."""
-    from scipy.sparse import csr_matrix
-
-    r = len(c.row_cap)
-    return csr_matrix((c.row_coeff.ravel(), (np.repeat(np.arange(r), 2), (first_col + c.row_col).ravel())),
-                      shape=(r, n_cols))  # fmt: skip
+def _columns(b: fb.Blocks, wrench: np.ndarray, row_base: np.ndarray, first_check_row: int) -> _Columns:
+    """The blocks' columns over the model's rows: each column's unit wrench on ``on``'s six rows, its opposite on
+    ``against``'s (the ground has none), and its coefficients in the blocks' check rows (numbered from
+    ``first_check_row``, after every equilibrium row). Built in place, without a sparse library's sort: each
+    column's two six-row blocks are put lower rows first, then its check entries."""
+    k = b.size
+    on = row_base[b.on]
+    has = b.against >= 0
+    against = np.where(has, row_base[np.maximum(b.against, 0)], -1)
+    swap = has & (against < on)
+    sign = np.where(swap, -1.0, 1.0)[:, None]
+    six = np.arange(6)
+    rows = np.stack([np.where(swap, against, on)[:, None] + six, np.where(swap, on, against)[:, None] + six], axis=1)
+    values = np.stack([sign * wrench, np.where(has[:, None], -sign * wrench, 0.0)], axis=1)
+    c = b.checks
+    check_cols = c.row_col.ravel()
+    check_rows = first_check_row + np.repeat(np.arange(len(c.row_cap)), 2)
+    by_col = np.lexsort((check_rows, check_cols))
+    cols = np.r_[np.repeat(np.arange(k), 12), check_cols[by_col]]
+    rows = np.r_[rows.ravel(), check_rows[by_col]]
+    values = np.r_[values.ravel(), c.row_coeff.ravel()[by_col]]
+    nz = values != 0
+    order = np.argsort(cols[nz], kind="stable")  # two sorted runs: a merge
+    cols, rows, values = cols[nz][order], rows[nz][order], values[nz][order]
+    return _Columns(np.r_[0, np.cumsum(np.bincount(cols, minlength=k))], rows, values)
 
 
 def _run(h, time_limit_s: float, simplex: bool, warm: bool, optimal) -> np.ndarray | None:
