@@ -98,13 +98,13 @@ class Assembly:
     def joints_of(self, piece_ids: Iterable[int]) -> list[Joint]:
         """Every joint with an end among ``piece_ids``, each once, sorted as :attr:`joints` (which walks them all)."""
         links = self._links
-        seen: dict[Joint, None] = {}
+        seen: set[Joint] = set()
         for pid in piece_ids:
             for c in range(len(self.pieces[pid].part.connectors)):
                 found = links.get((pid, c))
                 if found:
-                    seen.update(dict.fromkeys(found.values()))
-        return sorted(seen, key=lambda j: (j.a, j.a_conn, j.b, j.b_conn))
+                    seen.update(found.values())
+        return sorted(seen)  # a joint's fields start (a, a_conn, b, b_conn), unique to it
 
     @property
     def authored(self) -> list[Connection]:

@@ -325,8 +325,8 @@ def _first_cut(sol: fp.Solution, worst: float) -> tuple[int, ...]:
     n = len(sol.ids)  # piece rows, then one node for the ground
     rows = sol.pair_rows[~critical]
     held = sol.ground_rows
-    a = np.r_[rows[:, 0], held]
-    b = np.r_[rows[:, 1], np.full(len(held), n)]
+    a = np.concatenate((rows[:, 0], held))
+    b = np.concatenate((rows[:, 1], np.full(len(held), n)))
     _, label = connected_components(coo_matrix((np.ones(len(a)), (a, b)), shape=(n + 1, n + 1)), directed=False)
     loose = np.flatnonzero(label[:n] != label[n])
     return tuple(sorted(sol.ids[k] for k in loose.tolist()))
