@@ -237,7 +237,7 @@ def build(
     out = _Builder()
     pairs = list(grouped)
     number = {pair: first_pair + k for k, pair in enumerate(pairs)}
-    studs: list[tuple[int, int, int, bool, np.ndarray]] = []  # (on, against, pair, studs on a?, stud frame)
+    studs: list[tuple[int, int, int, int, int, int, int]] = []  # (on, against, pair, a, a_conn, b, b_conn)
     others: dict[int, list] = {}  # id(model) -> [(model, on, against, pair, point, e1, e2, n)]
     sums = np.zeros((len(pairs), 3))
     counts = np.zeros(len(pairs))
@@ -245,12 +245,10 @@ def build(
         a, b = pieces[pair[0]], pieces[pair[1]]
         on, against, k = row_of[pair[1]], row_of[pair[0]], number[pair]
         for j in joints:
-            ca = a.part.connectors[j.a_conn]
             if j.family == "stud":
-                on_a = ca.kind == "stud"
-                studs.append((on, against, k, on_a, a.world_frames[j.a_conn] if on_a else b.world_frames[j.b_conn]))
+                studs.append((on, against, k, j.a, j.a_conn, j.b, j.b_conn))
                 continue
-            cb = b.part.connectors[j.b_conn]
+            ca, cb = a.part.connectors[j.a_conn], b.part.connectors[j.b_conn]
             if j.family == "axle":
                 host, at = (a, j.a_conn) if ca.subtype in cap.HOSTS else (b, j.b_conn)
                 pin = b if host is a else a
@@ -266,7 +264,7 @@ def build(
             counts[k - first_pair] += 1
     kinds = [[] for _ in pairs]
     if studs:
-        centres, owners = _stud_blocks(out, studs, origin, diagnose)
+        centres, owners = _stud_blocks(out, np.array(studs, dtype=np.int64), pieces, origin, diagnose)
         np.add.at(sums, owners - first_pair, centres + origin)
         np.add.at(counts, owners - first_pair, 1)
         for k in np.unique(owners - first_pair).tolist():
@@ -287,15 +285,40 @@ def build(
     return out.blocks(), meta
 
 
-def _stud_blocks(out: _Builder, studs: list, origin: np.ndarray, diagnose: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Stud joints grouped into connections (one pair, one axis, one plane): face compression at the corners of
-    the stud cells' hull, a clutch tension per stud, locked shear and twist (a lone stud's twist in its friction
-    pyramid). Returns each connection's centre (about ``origin``) and pair."""
-    on = np.array([s[0] for s in studs], dtype=np.int64)
-    against = np.array([s[1] for s in studs], dtype=np.int64)
-    pair = np.array([s[2] for s in studs], dtype=np.int64)
-    on_a = np.array([s[3] for s in studs], dtype=bool)
-    frames = np.stack([s[4] for s in studs])
+def _stud_frames(pieces: dict[int, Piece], ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For stud joints ``ends`` ((a, a_conn, b, b_conn) rows): whether a holds the stud, and the stud's world
+    frame; read from each piece's connector arrays at once, not joint by joint."""
+    ids = np.unique(ends[:, [0, 2]])
+    placed = [pieces[p] for p in ids.tolist()]
+    frames = np.concatenate([p.world_frames for p in placed])
+    is_stud = np.concatenate([_stud_mask(p.part) for p in placed])
+    base = np.zeros(len(ids), np.int64)
+    np.cumsum([len(p.part.connectors) for p in placed[:-1]], out=base[1:])
+    at_a = base[np.searchsorted(ids, ends[:, 0])] + ends[:, 1]
+    at_b = base[np.searchsorted(ids, ends[:, 2])] + ends[:, 3]
+    on_a = is_stud[at_a]
+    return on_a, frames[np.where(on_a, at_a, at_b)]
+
+
+_STUD_MASKS: dict[str, np.ndarray] = {}
+
+
+def _stud_mask(part) -> np.ndarray:
+    """Which of a part type's connectors are studs (kept per part type)."""
+    found = _STUD_MASKS.get(part.stem)
+    if found is None:
+        found = _STUD_MASKS[part.stem] = np.array([c.kind == "stud" for c in part.connectors], dtype=bool)
+    return found
+
+
+def _stud_blocks(out: _Builder, studs: np.ndarray, pieces: dict[int, Piece], origin: np.ndarray,
+                 diagnose: bool) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Stud joints ((on, against, pair, a, a_conn, b, b_conn) rows) grouped into connections (one pair, one axis,
+    one plane): face compression at the corners of the stud cells' hull, a clutch tension per stud, locked shear
+    and twist (a lone stud's twist in its friction pyramid). Returns each connection's centre (about ``origin``)
+    and pair."""
+    on, against, pair = studs[:, 0], studs[:, 1], studs[:, 2]
+    on_a, frames = _stud_frames(pieces, studs[:, 3:])
     n, points, x = -frames[:, :3, 1], frames[:, :3, 3] - origin, frames[:, :3, 0]
     plane = np.einsum("ij,ij->i", n, frames[:, :3, 3])
     keys = np.column_stack([pair, on_a, np.rint(n * 1000), np.rint(plane * 10)]).astype(np.int64)
