@@ -204,7 +204,7 @@ def force_figures(quick: bool = False) -> dict[str, Any]:
     warm = tuple(statistics.median(s[i] for s in steps) for i in range(2))
     out["targets"] = {
         "cold, 52 pieces": _against(out["cold_52_ms"], FORCE_TARGETS_MS["cold_52"]),
-        f"warm, one more piece at {len(large) - 5:,} (median of 5)": _against(warm, FORCE_TARGETS_MS["warm_1000"]),
+        f"warm, +1 piece at {len(large) - 5:,} (median)": _against(warm, FORCE_TARGETS_MS["warm_1000"]),
         f"cold, {len(large) - 5:,} pieces": _against(out["cold_large_ms"], FORCE_TARGETS_MS["cold_1000"]),
     }
     if quick:
