@@ -239,12 +239,11 @@ CRITICAL = 1e-3
 
 @dataclass(frozen=True, eq=False)
 class _Body:
-    """A piece's weight (N), centroid and hull points (world), and its lowest y: what its pose alone decides."""
+    """A piece's weight (N), centroid (world) and its lowest y: what its pose alone decides."""
 
     piece: Piece
     weight: float
     centroid: np.ndarray
-    world: np.ndarray
     lowest: float
 
 
@@ -261,11 +260,10 @@ def _bodies(pieces: list[Piece]) -> list[_Body]:
         volume, centroid, points = mass_properties(stem)
         poses = np.array([pieces[k].pose for k in at])
         rot, pos = poses[:, :3, :3], poses[:, :3, 3]
-        world = np.einsum("kj,nij->nki", points, rot) + pos[:, None]
-        lowest = world[:, :, 1].max(axis=1).tolist()
+        lowest = (np.einsum("kj,nj->nk", points, rot[:, 1]).max(axis=1) + pos[:, 1]).tolist()  # world y only
         centres = np.einsum("nij,j->ni", rot, centroid) + pos
         for i, k in enumerate(at):
-            out[k] = _Body(pieces[k], volume * newtons, centres[i], world[i], lowest[i])
+            out[k] = _Body(pieces[k], volume * newtons, centres[i], lowest[i])
     return out  # type: ignore[return-value]
 
 
