@@ -339,11 +339,12 @@ class ForceAnalyser:
     the program holds."""
 
     def __init__(self) -> None:
-        self._cache: dict[frozenset, ComponentForces] = {}
+        self._cache: dict[tuple[int, ...], ComponentForces] = {}
         self._bodies: dict[int, _Body] = {}
         self._weighed: dict[int, fb.Weighed] = {}
         self._programs: dict[int, fp.Program] = {}
         self._ground = math.nan
+        self._lowest = math.nan
 
     def __getstate__(self) -> dict:
         """Pickled (and copied) without the live programs (HiGHS models): the next analysis builds them cold."""
@@ -358,27 +359,33 @@ class ForceAnalyser:
             return ForceReport((), (), 0.0)
         bodies, weighed = self._bodies, self._weighed
         moved = [piece for pid, piece in pieces.items() if (b := bodies.get(pid)) is None or b.piece is not piece]
+        changed = {piece.id for piece in moved}
+        lower_only = not any(pid in bodies for pid in changed)  # pieces only added: the ground can only go down
         for body in _bodies(moved):
             bodies[body.piece.id] = body
             weighed.pop(body.piece.id, None)
         if len(bodies) > len(pieces):
+            lower_only = False
             for pid in [p for p in bodies if p not in pieces]:
                 del bodies[pid]
                 weighed.pop(pid, None)
-        ground = round(max(b.lowest for b in bodies.values()) / GROUND_GRID_LDU) * GROUND_GRID_LDU
+        if lower_only and not math.isnan(self._lowest):
+            self._lowest = max([self._lowest, *(bodies[pid].lowest for pid in changed)])
+        else:
+            self._lowest = max(b.lowest for b in bodies.values())
+        ground = round(self._lowest / GROUND_GRID_LDU) * GROUND_GRID_LDU
         if ground != self._ground:  # the ground moved: every contact changes
             self._ground, self._cache, self._programs = ground, {}, {}
             weighed.clear()
-        for pid in pieces:
-            if pid not in weighed:
-                weighed[pid] = _weigh(bodies[pid], self._ground)
+        for pid in pieces if not weighed else changed:
+            weighed[pid] = _weigh(bodies[pid], self._ground)
         components, unsupported, cache, programs = [], [], {}, {}
         for comp in assembly.components:
             if all(weighed[p].contacts is None for p in comp):
                 unsupported.extend(comp)
                 continue
-            key = frozenset((pid, id(pieces[pid])) for pid in comp)
-            found = self._cache.get(key)
+            key = tuple(comp)  # the same pieces, none of them moved since the last analysis: the same solution
+            found = None if changed and any(p in changed for p in comp) else self._cache.get(key)
             program = self._programs.get(comp[0])
             if found is None:
                 left = time_limit_s - (time.perf_counter() - started)
