@@ -343,12 +343,14 @@ class ForceAnalyser:
         self._bodies: dict[int, _Body] = {}
         self._weighed: dict[int, fb.Weighed] = {}
         self._programs: dict[int, fp.Program] = {}
+        self._live: dict[int, fp.Program] = {}
+        """The live programs, each once."""
         self._ground = math.nan
         self._lowest = math.nan
 
     def __getstate__(self) -> dict:
         """Pickled (and copied) without the live programs (HiGHS models): the next analysis builds them cold."""
-        return {**self.__dict__, "_programs": {}}
+        return {**self.__dict__, "_programs": {}, "_live": {}}
 
     def analyse(self, assembly: Assembly, time_limit_s: float = TIME_LIMIT_S) -> ForceReport:
         """The :class:`ForceReport` of ``assembly`` now; components still unsolved after ``time_limit_s`` in all
@@ -360,13 +362,15 @@ class ForceAnalyser:
         bodies, weighed = self._bodies, self._weighed
         moved = [piece for pid, piece in pieces.items() if (b := bodies.get(pid)) is None or b.piece is not piece]
         changed = {piece.id for piece in moved}
-        lower_only = not any(pid in bodies for pid in changed)  # pieces only added: the ground can only go down
+        touched = {pid for pid in changed if pid in bodies}  # moved (or removed, below)
+        lower_only = not touched  # pieces only added: the ground can only go down
         for body in _bodies(moved):
             bodies[body.piece.id] = body
             weighed.pop(body.piece.id, None)
         if len(bodies) > len(pieces):
             lower_only = False
             for pid in [p for p in bodies if p not in pieces]:
+                touched.add(pid)
                 del bodies[pid]
                 weighed.pop(pid, None)
         if lower_only and not math.isnan(self._lowest):
@@ -375,34 +379,36 @@ class ForceAnalyser:
             self._lowest = max(b.lowest for b in bodies.values())
         ground = round(self._lowest / GROUND_GRID_LDU) * GROUND_GRID_LDU
         if ground != self._ground:  # the ground moved: every contact changes
-            self._ground, self._cache, self._programs = ground, {}, {}
+            self._ground, self._cache, self._programs, self._live = ground, {}, {}, {}
             weighed.clear()
         for pid in pieces if not weighed else changed:
             weighed[pid] = _weigh(bodies[pid], self._ground)
-        components, unsupported, cache, programs = [], [], {}, {}
+        components, unsupported, cache, programs, live = [], [], {}, {}, {}
         for comp in assembly.components:
             if all(weighed[p].contacts is None for p in comp):
                 unsupported.extend(comp)
                 continue
             key = tuple(comp)  # the same pieces, none of them moved since the last analysis: the same solution
-            found = None if changed and any(p in changed for p in comp) else self._cache.get(key)
+            found = None if not changed.isdisjoint(comp) else self._cache.get(key)
             program = self._programs.get(comp[0])
             if found is None:
                 left = time_limit_s - (time.perf_counter() - started)
-                found, program = self._solve(assembly, comp, left) if left > 0 else (_unsolved(tuple(comp)), None)
+                solved = self._solve(assembly, comp, touched, left) if left > 0 else (_unsolved(tuple(comp)), None)
+                found, program = solved
             if program is not None:
                 programs.update(dict.fromkeys(comp, program))
+                live[id(program)] = program
             cache[key] = found
             components.append(found)
-        self._cache, self._programs = cache, programs
+        self._cache, self._programs, self._live = cache, programs, live
         return ForceReport(tuple(components), tuple(sorted(unsupported)), time.perf_counter() - started)
 
-    def _solve(self, assembly: Assembly, comp: list[int], left: float):
-        """(forces, live program) of one grounded component that changed: grown warm if a program holds part of
-        it, else built cold."""
+    def _solve(self, assembly: Assembly, comp: list[int], touched: set[int], left: float):
+        """(forces, live program) of one grounded component that changed (``touched``: the pieces moved or removed
+        since the last analysis): grown warm if a program holds part of it, else built cold."""
         started = time.perf_counter()
         pieces = assembly.pieces
-        program = self._grown(comp, pieces)
+        program = self._grown(comp, touched)
         if program is not None:
             new = [p for p in comp if p not in program.row_of]
             program.grow(new, pieces, assembly.joints_of(new), self._weighed)
@@ -418,13 +424,13 @@ class ForceAnalyser:
             return _unsolved(tuple(comp)), None
         return _component(program, sol, started), program
 
-    def _grown(self, comp: list[int], pieces: dict[int, Piece]) -> fp.Program | None:
-        """The largest live program all of whose pieces are still placed, as they were, in ``comp``."""
+    def _grown(self, comp: list[int], touched: set[int]) -> fp.Program | None:
+        """The largest live program in ``comp`` none of whose pieces was moved or removed (``touched``): its
+        pieces, still joined as they were, all lie in ``comp``."""
         members = set(comp)
-        found = {id(p): p for p in (self._programs.get(pid) for pid in comp) if p is not None}
         best = None
-        for program in found.values():
-            whole = all(pid in members and pieces[pid] is piece for pid, piece in program.pieces.items())
+        for program in self._live.values():
+            whole = program.ids[0] in members and touched.isdisjoint(program.row_of)
             if whole and (best is None or program.size > best.size):
                 best = program
         return best
