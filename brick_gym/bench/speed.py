@@ -175,7 +175,8 @@ def run_speed(*, quick: bool = False, on_stage: Callable[[str], None] = lambda s
 def force_figures(quick: bool = False) -> dict[str, Any]:
     """Force analysis (``core.forces``) of running-bond walls: wall and CPU milliseconds cold at 52 pieces (best of
     3) and at ~1,000 (25 × 40 courses; 10 × 10 when ``quick``), then with the analyser kept: one more piece on top
-    of the large wall (its live program grown and re-solved warm), and the median of four more after it."""
+    of the large wall (its live program grown and re-solved warm), and the median of four more after it; and the
+    three beside issue 33's targets (``targets``: the warm one as the median of all five steps)."""
     from brick_gym.core.forces import ForceAnalyser, analyse
 
     def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
@@ -199,9 +200,9 @@ def force_figures(quick: bool = False) -> dict[str, Any]:
         top = large.attach("3024", "red", to=f"{top}.stud[0]", by=("hole", 0)).piece
         steps.append(timed(lambda: analyser.analyse(large), 1))
     out["after_one_more_piece_ms"] = steps[0]
-    out["next_pieces_median_ms"] = tuple(statistics.median(s[i] for s in steps[1:]) for i in range(2))
+    out["next_pieces_median_ms"] = tuple(round(statistics.median(s[i] for s in steps[1:]), 1) for i in range(2))
     out["note"] = "[wall, CPU] ms; CPU time is what a loaded machine hides least"
-    warm = tuple(statistics.median(s[i] for s in steps) for i in range(2))
+    warm = tuple(round(statistics.median(s[i] for s in steps), 1) for i in range(2))
     out["targets"] = {
         "cold, 52 pieces": _against(out["cold_52_ms"], FORCE_TARGETS_MS["cold_52"]),
         f"warm, +1 piece at {len(large) - 5:,} (median)": _against(warm, FORCE_TARGETS_MS["warm_1000"]),

@@ -115,3 +115,17 @@ def test_force_figures_time_cold_and_warm_solves() -> None:
     for key in ("cold_52_ms", "cold_large_ms", "after_one_more_piece_ms", "next_pieces_median_ms"):
         wall, cpu = figures[key]
         assert wall > 0 and cpu >= 0, key
+
+
+def test_force_figures_stand_beside_their_targets_and_print_one_a_line() -> None:
+    from brick_gym.bench.speed import FORCE_TARGETS_MS, force_figures, format_figures
+
+    figures = force_figures(quick=True)
+    targets = figures["targets"]
+    assert sorted(t["target_ms"] for t in targets.values()) == sorted(FORCE_TARGETS_MS.values())
+    for target in targets.values():
+        assert target["met"] == (target["cpu_ms"] <= target["target_ms"])
+    lines = format_figures({"forces": figures}).splitlines()
+    assert lines[0] == "forces" and "  targets" in lines
+    for name in targets:  # each target on its own line, under the figures' heading
+        assert any(line.startswith(f"    {name}") and "met: " in line for line in lines)
