@@ -418,7 +418,8 @@ class ForceAnalyser:
             left -= time.perf_counter() - started  # out of time, or HiGHS failed from that basis: rebuild cold
             if left <= 0:
                 return _unsolved(tuple(comp)), None
-        program = fp.Program(comp, pieces, assembly.joints_of(comp), self._weighed)
+        whole = len(comp) == len(pieces)  # one component: every joint (a walk over the links, not the connectors)
+        program = fp.Program(comp, pieces, assembly.joints if whole else assembly.joints_of(comp), self._weighed)
         sol = program.solve(left)
         if sol is None:
             return _unsolved(tuple(comp)), None
