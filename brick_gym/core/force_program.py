@@ -42,6 +42,11 @@ WARM_PIVOT_THRESHOLD = 0.01
 at 1,020 pieces a looser threshold makes that 6 ms (of 23) cheaper; the equilibrium residual is checked on every
 solution (``Solution.residual``) and the warm answers against cold ones in ``tests/core/test_forces.py``."""
 
+WARM_BOUND_PERTURBATION = 0.0
+"""HiGHS's primal simplex bound perturbation on warm re-solves (its default 1): put on at the start and cleaned up
+at the end, it costs ~2 ms of ~20 at 1,020 pieces for a re-solve of 5-9 iterations from an optimal basis. Measured
+without stalling and with the answers of cold solves on 597 random growth steps, a wall built brick by brick (median
+10 iterations a brick, at most 27) and a cantilever stressed step by step."""
 COLD_PRESOLVE_RULES_OFF = (1 << 10) | (1 << 13) | (1 << 15)
 """HiGHS presolve rules skipped on cold simplex solves (bits of ``presolve_rule_off``): dependent equations,
 parallel rows and columns, probing. On these programs they find nothing (the same reduced model, the same 153
@@ -424,6 +429,7 @@ def _run(h, time_limit_s: float, simplex: bool, warm: bool, optimal) -> np.ndarr
     h.setOptionValue("simplex_strategy", 4 if warm else 1)
     h.setOptionValue("simplex_scale_strategy", 0 if warm else 2)
     h.setOptionValue("factor_pivot_threshold", WARM_PIVOT_THRESHOLD if warm else 0.1)
+    h.setOptionValue("primal_simplex_bound_perturbation_multiplier", WARM_BOUND_PERTURBATION if warm else 1.0)
     h.setOptionValue("presolve_rule_off", COLD_PRESOLVE_RULES_OFF if simplex and not warm else 0)
     h.run()
     if h.getModelStatus() != optimal:
