@@ -47,6 +47,7 @@ WARM_BOUND_PERTURBATION = 0.0
 at the end, it costs ~2 ms of ~20 at 1,020 pieces for a re-solve of 5-9 iterations from an optimal basis. Measured
 without stalling and with the answers of cold solves on 597 random growth steps, a wall built brick by brick (median
 10 iterations a brick, at most 27) and a cantilever stressed step by step."""
+
 COLD_PRESOLVE_RULES_OFF = (1 << 10) | (1 << 13) | (1 << 15)
 """HiGHS presolve rules skipped on cold simplex solves (bits of ``presolve_rule_off``): dependent equations,
 parallel rows and columns, probing. On these programs they find nothing (the same reduced model, the same 153
