@@ -1,7 +1,8 @@
 """The lean trainer's factored action head: its (column, shape, colour) steps map one to one onto the env's flat
 action ids, every action it chooses is allowed (random masks of a small layout and random states of the lattice
-env), an action's log-probability is the sum of its three factors' and the probabilities of all allowed flat
-actions sum to 1, its memo is what :meth:`FactoredColumnPolicy.memo_for` derives, and a seed fixes its samples."""
+env), an action's log-probability is the sum of its three factors' (each weighted by its options' allowed-action
+counts) and the probabilities of all allowed flat actions sum to 1, equal logits make them uniform, its memo is
+what :meth:`FactoredColumnPolicy.memo_for` derives, and a seed fixes its samples."""
 
 from __future__ import annotations
 
@@ -36,27 +37,28 @@ masks = st.lists(st.booleans(), min_size=ACTIONS, max_size=ACTIONS).filter(any)
 
 
 def manual_log_prob(policy: FactoredColumnPolicy, obs: tuple[torch.Tensor, ...], mask: torch.Tensor, a: int) -> float:
-    """log p(column) + log p(shape | column) + log p(colour | column, shape), each a softmax over the logits the
-    head's layers give, restricted to the options that lead to an allowed flat action."""
+    """log p(column) + log p(shape | column) + log p(colour | column, shape), each a softmax over the head's logits
+    plus the log of how many allowed flat actions each option leads to, over the options that lead to any."""
+
+    def log_prob(logits: torch.Tensor, counts: torch.Tensor, option: int) -> torch.Tensor:
+        ok = counts > 0
+        return torch.log_softmax(logits[ok] + counts[ok].float().log(), 0)[int(ok[:option].sum())]
+
+    cells, colours = policy.cells, policy.colours
+    grid = mask[0, :-1].view(policy.shapes, cells, colours).long()
     with torch.no_grad():
         h, stop, _ = policy.body(*obs)
         column_logits = torch.cat([policy.column_head(h).flatten(1)[0], stop])
-    cells, colours = policy.cells, policy.colours
-    grid = mask[0, :-1].view(policy.shapes, cells, colours)
-    column_ok = torch.cat([grid.any(dim=2).any(dim=0), mask[0, -1:]])
-    column = cells if a == policy.stop_action else a // colours % cells
-    total = torch.log_softmax(column_logits[column_ok], 0)[int(column_ok[:column].sum())]
-    if a == policy.stop_action:
-        return float(total)
-    shape, colour = a // colours // cells, a % colours
-    features = h.flatten(2)[0, :, column]
-    shape_ok = grid[:, column].any(dim=1)
-    colour_ok = grid[shape, column]
-    with torch.no_grad():
-        shape_logits = policy.shape_head(features)
+        if a == policy.stop_action:
+            return float(log_prob(column_logits, torch.cat([grid.sum(dim=(0, 2)), mask[0, -1:].long()]), cells))
+        shape, column, colour = a // colours // cells, a // colours % cells, a % colours
+        features = h.flatten(2)[0, :, column]
         colour_logits = policy.colour_head(features).view(policy.shapes, colours)[shape]
-    total = total + torch.log_softmax(shape_logits[shape_ok], 0)[int(shape_ok[:shape].sum())]
-    return float(total + torch.log_softmax(colour_logits[colour_ok], 0)[int(colour_ok[:colour].sum())])
+        return float(
+            log_prob(column_logits, torch.cat([grid.sum(dim=(0, 2)), mask[0, -1:].long()]), column)
+            + log_prob(policy.shape_head(features), grid[:, column].sum(dim=1), shape)
+            + log_prob(colour_logits, grid[shape, column], colour)
+        )
 
 
 @settings(max_examples=60, deadline=None)
@@ -75,6 +77,7 @@ def test_chosen_actions_are_allowed_and_score_as_their_factors(flags: list[bool]
     derived = policy.memo_for(mask, action)
     assert memo.keys() == derived.keys() and all(torch.equal(memo[k], derived[k]) for k in memo)
     assert torch.allclose(logp, again, atol=1e-5) and bool((entropy >= -1e-6).all())
+    assert logp.shape == (8,) and all(v.dtype in (torch.int16, torch.uint8) for v in memo.values())
     for e in range(2):
         assert float(logp[e]) == pytest.approx(
             manual_log_prob(policy, [o[e : e + 1] for o in obs], mask, int(action[e])), abs=1e-5
@@ -146,3 +149,19 @@ def test_a_seed_fixes_the_samples() -> None:
             return policy.act(*small_observations(16, 4), mask, greedy=False)[0]
 
     assert torch.equal(draw(), draw())
+
+
+def test_equal_logits_give_every_allowed_flat_action_the_same_probability() -> None:
+    """The count prior: with the head's last layers zeroed the factored policy is uniform over allowed actions."""
+    policy = small_policy()
+    for layer in (policy.column_head, policy.shape_head, policy.colour_head, policy.stop_value[2]):
+        torch.nn.init.zeros_(layer.weight)
+        torch.nn.init.zeros_(layer.bias)
+    flags = torch.rand(ACTIONS, generator=torch.Generator().manual_seed(2)) < 0.3
+    flags[-1] = True
+    allowed = flags.nonzero()[:, 0]
+    mask = flags[None].expand(len(allowed), -1)
+    obs = [o.expand(len(allowed), *o.shape[1:]) for o in small_observations(1, 0)]
+    with torch.no_grad():
+        logp, _, _ = policy.evaluate(*obs, policy.memo_for(mask, allowed), allowed)
+    assert torch.allclose(logp.exp(), torch.full_like(logp, 1 / len(allowed)), atol=1e-6)

@@ -8,6 +8,12 @@ allowed. Every allowed flat action is therefore reachable, no disallowed one is 
 of a flat action is the product of its three factors' (its log-probability their sum). After STOP the shape and
 colour steps are a single forced option (log-probability 0, entropy 0).
 
+Count prior: each option's logit is offset by the log of how many allowed flat actions lie under it (a column's
+allowed (shape, colour) pairs, a shape's allowed colours there), so that equal logits give every allowed flat
+action the same probability, as the dense head starts. Without it STOP starts as one of 65 columns (a 1/65 chance
+per step where the dense head gives it about 1/10,000) and a column with one allowed action as likely as one with
+three hundred. The masks are kept as these counts (0: disallowed).
+
 Entropy: ``H(column) + H(shape | column) + H(colour | column, shape)`` at the sample's own column and shape, a
 one-sample estimate of the joint entropy (the chain rule's expectations over the column and shape replaced by the
 sample; unbiased when the sample comes from the current policy), as autoregressive action heads usually do."""
@@ -20,7 +26,7 @@ from torch import nn
 from brick_gym.rl.lean.policy import MASKED, ColumnTrunk, Memo, choose
 
 FACTORS = ("column", "shape", "colour")
-"""The steps of a factored action, in the order they are chosen; their masks are the memo's keys."""
+"""The steps of a factored action, in the order they are chosen; their allowed-action counts are the memo's keys."""
 
 
 class FactoredColumnPolicy(ColumnTrunk):
@@ -54,34 +60,34 @@ class FactoredColumnPolicy(ColumnTrunk):
         return torch.where(column == self.cells, self.stop_action, action)
 
     def _grids(self, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The flat (B, A) mask as (B, shapes, columns, colours) and, per shape and column, whether any colour is
-        allowed (B, shapes, columns)."""
-        grid = mask[:, :-1].view(-1, self.shapes, self.cells, self.colours)
-        return grid, grid.any(dim=3)
+        """The flat (B, A) mask as (B, shapes, columns, colours) counts (0 or 1) and, per shape and column, how
+        many colours are allowed (B, shapes, columns)."""
+        grid = mask[:, :-1].view(torch.uint8).view(-1, self.shapes, self.cells, self.colours)
+        return grid, grid.sum(dim=3, dtype=torch.int16)
 
-    def _column_mask(self, shape_any: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """(B, X·Z + 1): columns holding an allowed action, and STOP as the flat mask says."""
-        return torch.cat([shape_any.any(dim=1), mask[:, -1:]], dim=1)
+    def _column_counts(self, shape_counts: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, X·Z + 1): allowed actions per column, and STOP's 1 or 0 as the flat mask says."""
+        return torch.cat([shape_counts.sum(dim=1, dtype=torch.int16), mask[:, -1:].to(torch.int16)], dim=1)
 
-    def _shape_mask(self, shape_any: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
-        """(B, shapes): the shapes with an allowed colour at ``column``; option 0 alone after STOP."""
-        rows = torch.arange(shape_any.shape[0])
-        return _forced_first(shape_any[rows, :, column.clamp(max=self.cells - 1)], column == self.cells)
+    def _shape_counts(self, shape_counts: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
+        """(B, shapes): allowed colours per shape at ``column``; option 0 alone after STOP."""
+        rows = torch.arange(shape_counts.shape[0])
+        return _forced_first(shape_counts[rows, :, column.clamp(max=self.cells - 1)], column == self.cells)
 
-    def _colour_mask(self, grid: torch.Tensor, column: torch.Tensor, shape: torch.Tensor) -> torch.Tensor:
-        """(B, C): the allowed colours of ``shape`` at ``column``; option 0 alone after STOP."""
+    def _colour_counts(self, grid: torch.Tensor, column: torch.Tensor, shape: torch.Tensor) -> torch.Tensor:
+        """(B, C): 1 for the allowed colours of ``shape`` at ``column``; option 0 alone after STOP."""
         rows = torch.arange(grid.shape[0])
         return _forced_first(grid[rows, shape, column.clamp(max=self.cells - 1)], column == self.cells)
 
     def memo_for(self, mask: torch.Tensor, action: torch.Tensor) -> Memo:
-        """The factors' exact masks (the memo :meth:`act` keeps) for the env actions ``action`` under the flat
-        boolean mask ``mask`` (B, A): to score actions the policy did not choose itself."""
+        """The factors' allowed-action counts (the memo :meth:`act` keeps) for the env actions ``action`` under the
+        flat boolean mask ``mask`` (B, A): to score actions the policy did not choose itself."""
         column, shape, _ = self.split(action)
-        grid, shape_any = self._grids(mask)
+        grid, shape_counts = self._grids(mask)
         return {
-            "column": self._column_mask(shape_any, mask),
-            "shape": self._shape_mask(shape_any, column),
-            "colour": self._colour_mask(grid, column, shape),
+            "column": self._column_counts(shape_counts, mask),
+            "shape": self._shape_counts(shape_counts, column),
+            "colour": self._colour_counts(grid, column, shape),
         }
 
     def _conditional_logits(
@@ -103,16 +109,15 @@ class FactoredColumnPolicy(ColumnTrunk):
         self, built: torch.Tensor, target: torch.Tensor, progress: torch.Tensor, mask: torch.Tensor, greedy: bool
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, Memo]:
         h, stop, value = self.body(built, target, progress)
-        grid, shape_any = self._grids(mask)
-        memo = {"column": self._column_mask(shape_any, mask)}
-        column_logits = _masked_log_softmax(self._column_logits(h, stop), memo["column"])
+        grid, shape_counts = self._grids(mask)
+        memo = {"column": self._column_counts(shape_counts, mask)}
+        column_logits = _log_softmax(self._column_logits(h, stop), memo["column"])
         column = choose(column_logits, greedy)
-        memo["shape"] = self._shape_mask(shape_any, column)
-        shape_logits = _masked_log_softmax(self._conditional_logits(h, column, None)[0], memo["shape"])
+        memo["shape"] = self._shape_counts(shape_counts, column)
+        shape_logits = _log_softmax(self._conditional_logits(h, column, None)[0], memo["shape"])
         shape = choose(shape_logits, greedy)
-        memo["colour"] = self._colour_mask(grid, column, shape)
-        colour_logits = self._conditional_logits(h, column, shape)[1]
-        colour_logits = _masked_log_softmax(colour_logits, memo["colour"])
+        memo["colour"] = self._colour_counts(grid, column, shape)
+        colour_logits = _log_softmax(self._conditional_logits(h, column, shape)[1], memo["colour"])
         colour = choose(colour_logits, greedy)
         logp = sum(lp.gather(1, c[:, None])[:, 0] for lp, c in
                    zip((column_logits, shape_logits, colour_logits), (column, shape, colour), strict=True))  # fmt: skip
@@ -129,21 +134,24 @@ class FactoredColumnPolicy(ColumnTrunk):
         for name, logits, choice in zip(
             FACTORS, (self._column_logits(h, stop), shape_logits, colour_logits), (column, shape, colour), strict=True
         ):
-            log_probs = _masked_log_softmax(logits, memo[name])
+            log_probs = _log_softmax(logits, memo[name])
             logp = logp + log_probs.gather(1, choice[:, None])[:, 0]
             entropy = entropy - (log_probs.exp() * log_probs).sum(dim=1)
         return logp, entropy, value
 
 
-def _masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Log-probabilities with disallowed options at (about) :data:`MASKED`."""
-    return torch.log_softmax(logits.masked_fill(~mask, MASKED), dim=1)
+def _log_softmax(logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Log-probabilities of ``logits`` offset by the log of each option's allowed-action count, options with none
+    at (about) :data:`MASKED`."""
+    allowed = counts > 0
+    offset = torch.where(allowed, counts.float().clamp(min=1).log(), 0.0)
+    return torch.log_softmax((logits + offset).masked_fill(~allowed, MASKED), dim=1)
 
 
-def _forced_first(mask: torch.Tensor, forced: torch.Tensor) -> torch.Tensor:
-    """``mask`` with the rows ``forced`` allowing only option 0 (the steps after STOP)."""
+def _forced_first(counts: torch.Tensor, forced: torch.Tensor) -> torch.Tensor:
+    """``counts`` with the rows ``forced`` allowing only option 0, once (the steps after STOP)."""
     if not bool(forced.any()):
-        return mask
-    only_first = torch.zeros_like(mask)
-    only_first[:, 0] = True
-    return torch.where(forced[:, None], only_first, mask)
+        return counts
+    only_first = torch.zeros_like(counts)
+    only_first[:, 0] = 1
+    return torch.where(forced[:, None], only_first, counts)
