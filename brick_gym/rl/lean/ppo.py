@@ -142,9 +142,9 @@ def train_lean(config: LeanConfig, log: Callable[[dict[str, Any]], None] | None 
 def _collect(
     env: FidelityLatticeVectorEnv, policy: ColumnTrunk, obs: dict, mask: np.ndarray, skip: np.ndarray, t_len: int
 ) -> dict[str, Any]:
-    """One rollout: per step the observation, the head's memo (its masks, under ``memo/``), action,
-    log-probability, value, reward, whether the episode ended there (and whether it terminated), whether the
-    sample is a skipped autoreset step, and its terms."""
+    """One rollout: per step the observation, the head's memo (its masks or allowed-action counts, under
+    ``memo/``), action, log-probability, value, reward, whether the episode ended there (and whether it
+    terminated), whether the sample is a skipped autoreset step, and its terms."""
     keys = ("built", "target", "progress", "action", "logp", "value", "reward", "ended", "terminated", "skip")
     store: dict[str, list] = {k: [] for k in keys}
     terms: list[dict[str, np.ndarray]] = []
