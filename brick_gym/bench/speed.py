@@ -167,6 +167,10 @@ def run_speed(*, quick: bool = False, on_stage: Callable[[str], None] = lambda s
         from brick_gym.bench.lattice_speed import lattice_figures
 
         figures["lattice_env"] = lattice_figures(quick, stick)
+        on_stage("lean PPO training on FidelityLattice-v0, policy included")
+        from brick_gym.bench.training_speed import training_figures
+
+        figures["lean_training"] = training_figures(quick, stick)
     except ImportError as exc:  # the rl extra is not installed
         figures["registered_envs_error"] = f"{type(exc).__name__}: {exc}"
     return figures

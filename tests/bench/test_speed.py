@@ -13,7 +13,7 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
     figures = json.loads(captured.out)
     stages = [line for line in captured.err.splitlines() if line.startswith("speed: ")]
     assert stages[0] == "speed: import and catalogue times (fresh processes)" and len(stages) >= 8
-    assert any("FidelityCandidates-v0" in line for line in stages) and stages[-1].endswith("random masked episodes")
+    assert any("FidelityCandidates-v0" in line for line in stages) and stages[-1].endswith("policy included")
     assert figures["machine"]["cpu"] and figures["machine"]["cores"] >= 1 and figures["machine"]["python"]
     assert set(figures["placement_us"]) == {"50", "400"}
     assert all(v > 0 for v in figures["placement_us"].values()) and figures["placement_mean_us"] > 0
@@ -46,6 +46,8 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
     assert all(
         lattice[k]["env_steps_per_s"] > 0 and lattice[k]["env_step_over_attach"] > 0 for k in lattice if "envs" in k
     )
+    training = figures["lean_training"]
+    assert training["env_steps_per_s"] > 0 and training["env_step_over_attach"] > 0 and training["head"] == "factored"
 
 
 def test_the_yardstick_times_brickagent_a_course_at_a_time_on_a_wall_of_at_most_400_pieces() -> None:

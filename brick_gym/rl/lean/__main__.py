@@ -15,6 +15,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--envs", type=int, default=LeanConfig.num_envs)
     parser.add_argument("--rollout", type=int, default=LeanConfig.rollout, help="steps per env per update")
     parser.add_argument("--size", choices=("small", "medium"), default="small", help="target size")
+    parser.add_argument(
+        "--head",
+        choices=("factored", "dense"),
+        default=LeanConfig.head,
+        help="action head: column, then shape, then colour (factored), or one softmax (dense)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--eval-episodes", type=int, default=LeanConfig.eval_episodes)
@@ -27,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         total_steps=args.steps,
         num_envs=args.envs,
         rollout=args.rollout,
+        head=args.head,
         seed=args.seed,
         torch_threads=args.threads,
         env_kwargs={"size": args.size},

@@ -22,9 +22,14 @@ from torch import nn
 
 from brick_gym.envs.lattice_env import FidelityLatticeVectorEnv
 from brick_gym.io.files import atomic_write_json
-from brick_gym.rl.lean.policy import ColumnPolicy
+from brick_gym.rl.lean.factored import FactoredColumnPolicy
+from brick_gym.rl.lean.policy import ColumnPolicy, ColumnTrunk
 
-__all__ = ["LeanConfig", "evaluate_lean", "make_policy", "train_lean"]
+__all__ = ["HEADS", "LeanConfig", "evaluate_lean", "make_policy", "train_lean"]
+
+HEADS: dict[str, type[ColumnTrunk]] = {"factored": FactoredColumnPolicy, "dense": ColumnPolicy}
+"""The action heads: ``factored`` (column, then shape, then colour; the default) and ``dense`` (one softmax over
+every action)."""
 
 
 @dataclass
@@ -44,6 +49,8 @@ class LeanConfig:
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
+    head: str = "factored"
+    """The policy's action head, a key of :data:`HEADS`."""
     width: int = 16
     """Channels of the policy's convolutions: the update's backward pass through them is most of a run's time."""
     seed: int = 0
@@ -57,20 +64,21 @@ class LeanConfig:
     """wandb mode: ``disabled``, ``offline``, ``online`` or ``auto`` (online when logged in)."""
 
 
-def _tensors(policy: ColumnPolicy, obs: dict[str, np.ndarray], mask: np.ndarray) -> tuple[torch.Tensor, ...]:
-    """The observation as tensors and the mask in the policy's layout."""
+def _tensors(obs: dict[str, np.ndarray], mask: np.ndarray) -> tuple[torch.Tensor, ...]:
+    """The observation as tensors and the env's mask as a boolean tensor (a copy: the env rewrites its own)."""
     return (
         torch.from_numpy(np.ascontiguousarray(obs["built"])),
         torch.from_numpy(np.ascontiguousarray(obs["target"])),
         torch.from_numpy(np.ascontiguousarray(obs["progress"])),
-        policy.to_native(torch.from_numpy(mask.astype(bool))),
+        torch.from_numpy(mask.astype(bool)),
     )
 
 
-def make_policy(env: FidelityLatticeVectorEnv, width: int) -> ColumnPolicy:
-    """The policy sized for ``env``'s region, palette and colours."""
-    x, height, _ = env.batch.region
-    return ColumnPolicy((x, env.batch.region[2]), height, len(env.palette_part), len(env.batch.colours), width)
+def make_policy(env: FidelityLatticeVectorEnv, width: int, head: str = "factored") -> ColumnTrunk:
+    """The policy with action head ``head`` (a key of :data:`HEADS`) sized for ``env``'s region, palette and
+    colours."""
+    x, height, z = env.batch.region
+    return HEADS[head]((x, z), height, len(env.palette_part), len(env.batch.colours), width)
 
 
 def train_lean(config: LeanConfig, log: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -83,8 +91,10 @@ def train_lean(config: LeanConfig, log: Callable[[dict[str, Any]], None] | None 
     torch.distributions.Distribution.set_default_validate_args(False)  # argument checks cost a pass per call
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if config.head not in HEADS:
+        raise ValueError(f"head {config.head!r} is not one of {sorted(HEADS)}")
     env = FidelityLatticeVectorEnv(config.num_envs, **{"split": "train", **config.env_kwargs})
-    policy = make_policy(env, config.width)
+    policy = make_policy(env, config.width, config.head)
     optimiser = torch.optim.Adam(policy.parameters(), lr=config.learning_rate, eps=1e-5)
     run = WandbRun(detect_wandb_mode(config.wandb), out, config=asdict(config), name=f"lean-ppo-seed{config.seed}")
     n, t_len = config.num_envs, config.rollout
@@ -130,33 +140,33 @@ def train_lean(config: LeanConfig, log: Callable[[dict[str, Any]], None] | None 
 
 
 def _collect(
-    env: FidelityLatticeVectorEnv, policy: ColumnPolicy, obs: dict, mask: np.ndarray, skip: np.ndarray, t_len: int
+    env: FidelityLatticeVectorEnv, policy: ColumnTrunk, obs: dict, mask: np.ndarray, skip: np.ndarray, t_len: int
 ) -> dict[str, Any]:
-    """One rollout: per step the observation, mask, action, log-probability, value, reward, whether the episode
-    ended there (and whether it terminated), whether the sample is a skipped autoreset step, and its terms."""
-    keys = ("built", "target", "progress", "mask", "action", "logp", "value", "reward", "ended", "terminated", "skip")
+    """One rollout: per step the observation, the head's memo (its masks or allowed-action counts, under
+    ``memo/``), action, log-probability, value, reward, whether the episode ended there (and whether it
+    terminated), whether the sample is a skipped autoreset step, and its terms."""
+    keys = ("built", "target", "progress", "action", "logp", "value", "reward", "ended", "terminated", "skip")
     store: dict[str, list] = {k: [] for k in keys}
     terms: list[dict[str, np.ndarray]] = []
     for _ in range(t_len):
-        built, target, progress, allowed = _tensors(policy, obs, mask)
+        built, target, progress, allowed = _tensors(obs, mask)
         with torch.no_grad():
-            logits, value = policy(built, target, progress, allowed)
-        dist = torch.distributions.Categorical(logits=logits)
-        action = dist.sample()
-        sample = (built, target, progress, allowed, action, dist.log_prob(action), value)
-        for k, v in zip(keys[:7], sample, strict=True):
+            action, logp, value, memo = policy.act(built, target, progress, allowed, greedy=False)
+        for k, v in zip(keys[:6], (built, target, progress, action, logp, value), strict=True):
             store[k].append(v)
-        obs, reward, terminated, truncated, info = env.step(policy.to_env(action).numpy())
+        for k, v in memo.items():
+            store.setdefault(f"memo/{k}", []).append(v)
+        obs, reward, terminated, truncated, info = env.step(action.numpy())
         store["reward"].append(torch.as_tensor(reward, dtype=torch.float32))
         store["ended"].append(torch.as_tensor(terminated | truncated))
         store["terminated"].append(torch.as_tensor(terminated))
         store["skip"].append(torch.as_tensor(skip.copy()))
         terms.append({k: np.where(skip, 0.0, v) for k, v in info["reward_terms"].items()})
         skip = terminated | truncated
-        mask = env.action_masks().copy()
-    built, target, progress, allowed = _tensors(policy, obs, mask)
+        mask = env.action_masks()
+    built, target, progress, _ = _tensors(obs, mask)
     with torch.no_grad():
-        _, last_value = policy(built, target, progress, allowed)
+        _, _, last_value = policy.body(built, target, progress)
     batch = {k: torch.stack(v) for k, v in store.items()}
     batch["last_value"] = last_value
     batch["terms"] = terms
@@ -200,11 +210,12 @@ def _advantages(batch: dict[str, Any], gamma: float, lam: float) -> tuple[torch.
     return adv, adv + values
 
 
-def _update(policy: ColumnPolicy, optimiser: torch.optim.Optimizer, batch: dict[str, Any], c: LeanConfig) -> dict:
+def _update(policy: ColumnTrunk, optimiser: torch.optim.Optimizer, batch: dict[str, Any], c: LeanConfig) -> dict:
     """PPO epochs over the rollout's real samples; the last minibatch's losses and the clip fraction."""
     adv, returns = _advantages(batch, c.gamma, c.gae_lambda)
     keep = ~batch["skip"].reshape(-1)
-    flat = {k: batch[k].reshape(-1, *batch[k].shape[2:])[keep] for k in ("built", "target", "progress", "mask")}
+    stored = ("built", "target", "progress", *(k for k in batch if k.startswith("memo/")))
+    flat = {k: batch[k].reshape(-1, *batch[k].shape[2:])[keep] for k in stored}
     action, logp = (batch[k].reshape(-1)[keep] for k in ("action", "logp"))
     adv, returns = adv.reshape(-1)[keep], returns.reshape(-1)[keep]
     size = int(keep.sum())
@@ -214,15 +225,16 @@ def _update(policy: ColumnPolicy, optimiser: torch.optim.Optimizer, batch: dict[
     for _ in range(c.epochs):
         order = torch.randperm(size)
         for chunk in order.chunk(c.minibatches):
-            logits, new_value = policy(flat["built"][chunk], flat["target"][chunk], flat["progress"][chunk],
-                                       flat["mask"][chunk])  # fmt: skip
-            dist = torch.distributions.Categorical(logits=logits)
-            ratio = (dist.log_prob(action[chunk]) - logp[chunk]).exp()
+            memo = {k[5:]: v[chunk] for k, v in flat.items() if k.startswith("memo/")}
+            new_logp, entropies, new_value = policy.evaluate(
+                flat["built"][chunk], flat["target"][chunk], flat["progress"][chunk], memo, action[chunk]
+            )
+            ratio = (new_logp - logp[chunk]).exp()
             a = adv[chunk]
             a = (a - a.mean()) / (a.std() + 1e-8) if len(chunk) > 1 else a
             policy_loss = torch.max(-a * ratio, -a * ratio.clamp(1 - c.clip, 1 + c.clip)).mean()
             value_loss = 0.5 * (new_value - returns[chunk]).pow(2).mean()
-            entropy = dist.entropy().mean()
+            entropy = entropies.mean()
             loss = policy_loss + c.vf_coef * value_loss - c.ent_coef * entropy
             optimiser.zero_grad()
             loss.backward()
@@ -237,21 +249,19 @@ def _update(policy: ColumnPolicy, optimiser: torch.optim.Optimizer, batch: dict[
     return stats
 
 
-def evaluate_lean(
-    policy: ColumnPolicy, env_kwargs: dict[str, Any], episodes: int, seed: int = 10_000
-) -> dict[str, Any]:
-    """Greedy (most likely allowed action) episodes on the test split: mean final fidelity, colour fidelity and
-    the share of valid builds (one component), and each episode's fidelity."""
+def evaluate_lean(policy: ColumnTrunk, env_kwargs: dict[str, Any], episodes: int, seed: int = 10_000) -> dict[str, Any]:
+    """Greedy (the head's most likely allowed choice) episodes on the test split: mean final fidelity, colour
+    fidelity and the share of valid builds (one component), and each episode's fidelity."""
     n = max(1, min(episodes, 16))
     env = FidelityLatticeVectorEnv(n, **{**env_kwargs, "split": "test"})
     obs, _ = env.reset(seed=seed)
     skip = np.zeros(n, dtype=bool)
     finals: list[tuple[float, float, float]] = []
     while len(finals) < episodes:
-        built, target, progress, allowed = _tensors(policy, obs, env.action_masks())
+        built, target, progress, allowed = _tensors(obs, env.action_masks())
         with torch.no_grad():
-            logits, _ = policy(built, target, progress, allowed)
-        obs, _, terminated, truncated, info = env.step(policy.to_env(logits.argmax(dim=1)).numpy())
+            action = policy.act(built, target, progress, allowed, greedy=True)[0]
+        obs, _, terminated, truncated, info = env.step(action.numpy())
         terms = info["reward_terms"]
         for e in np.flatnonzero((terminated | truncated) & ~skip).tolist():
             finals.append((terms["fidelity"][e], terms["fidelity_colour"][e], terms["validity"][e]))
