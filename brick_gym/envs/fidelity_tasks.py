@@ -94,6 +94,12 @@ class _TaskSource:
         raise ValueError(f"no {self.size} target of {self.kinds} has {self.min_parts} parts in 1,000 draws")
 
 
-@lru_cache(maxsize=2048)
+TASK_CACHE = len(ALL_KINDS) * DEFAULT_POOL
+"""Targets kept generated per process: a whole default pool of every kind, so that a long run's resets stop
+generating once each train target has been drawn (a small target holds about 7 KB: ~170 MB for all 24,576; with a
+cache of 2,048 most resets of a long run generated their target, ~25 ms each, as long as a lattice episode)."""
+
+
+@lru_cache(maxsize=TASK_CACHE)
 def _cached_task(kind: str, seed: int, size: str) -> EnvTask:
     return task_for(generate(kind, seed, size=size))

@@ -77,3 +77,12 @@ def test_fidelity_deltas_sum_to_the_gain_over_the_start_piece() -> None:
         shape, colour = shape + terms["fidelity_delta"], colour + terms["fidelity_colour_delta"]
     assert shape == pytest.approx(1.0 - start.shape_iou)
     assert colour == pytest.approx(1.0 - start.colour_iou)
+
+
+def test_a_long_run_draws_every_default_train_target_from_the_cache() -> None:
+    """The task cache holds a whole default pool of every kind: once drawn, no train target is generated again
+    (a cache smaller than the pool made most resets of a long run regenerate theirs)."""
+    from brick_gym.envs.fidelity_targets import ALL_KINDS
+    from brick_gym.envs.fidelity_tasks import DEFAULT_POOL, _cached_task
+
+    assert _cached_task.cache_info().maxsize >= len(ALL_KINDS) * DEFAULT_POOL
