@@ -87,7 +87,7 @@ class _Table:
     @cached_property
     def order(self) -> np.ndarray:
         """Pair numbers, worst first (ties by their pieces)."""
-        util = self.solution.utilisation
+        util = self.solution.least[0]
         ends = np.array(self.pairs[: len(util)], dtype=np.int64).reshape(-1, 2)
         return np.lexsort((ends[:, 1], ends[:, 0], -np.where(np.isnan(util), np.inf, util)))
 
@@ -105,7 +105,7 @@ class _Table:
 
     def load(self, k: int) -> JointLoad:
         sol = self.solution
-        return JointLoad(self.pairs[k], self.connectors[k], self.kinds[k], float(sol.utilisation[k]), sol.mode(k),
+        return JointLoad(self.pairs[k], self.connectors[k], self.kinds[k], float(sol.least[0][k]), sol.mode(k),
                          sol.pair_force[k], self.moment[k], self.points[k])  # fmt: skip
 
 
@@ -316,7 +316,7 @@ def _first_cut(sol: fp.Solution, worst: float) -> tuple[int, ...]:
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    util = sol.utilisation
+    util = sol.least[0]
     critical = ~np.isfinite(util) if not math.isfinite(worst) else util >= worst * (1 - CRITICAL)
     if not critical.any():
         return ()
