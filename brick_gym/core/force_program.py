@@ -6,8 +6,9 @@ Formulated as a load factor: find joint and ground forces in equilibrium with λ
 joint within its capacity, that maximise λ; by homogeneity (every contact and capacity form is a cone scaled by its
 capacity) the smallest possible largest utilisation is U = 1/λ*. Capacities then are plain variable bounds (a stud's
 tension in [0, μ·F0]); only a lone stud's twist and a shaft's bending need rows. A small cost on each stud's tension
-(at most 1e-4 of λ) picks, among the optimal distributions, one that uses no clutch it does not need, so that
-non-critical joints read their least utilisation. λ* = 0 means the component cannot carry its weight at all (a
+(at most 1e-4 of λ) picks, among the optimal distributions, one that uses no clutch it does not need; it pulls
+on each joint's outermost studs, so the joints' readings are then taken afresh (``Solution.least``, see
+``force_local``). λ* = 0 means the component cannot carry its weight at all (a
 mechanism, or it tips); a second program, λ fixed to 1, capacities lifted and what no joint carries as costly slack,
 then says which joints move and whether the ground must pull (built cold: it is needed only while that lasts).
 """

@@ -15,9 +15,10 @@ model (constants and sources in ``capacity``; the whole story in ``docs/referenc
   up to a friction or bending capacity, or not at all (``capacity.JointModel``).
 - Utilisation of a joint: its load over its capacity, the worst of its limited components. The program finds the
   statically admissible force distribution (equilibrium of every part, every contact and capacity form above) that
-  minimises the largest utilisation U, then, with weight 1e-3, the mean of all joints' utilisations (so that the
-  reported non-critical ones are the least the structure needs). By the lower-bound theorem of limit analysis
-  (rigid parts, rigid-plastic joints), 1/U is the factor by which gravity could grow before some joint must give.
+  minimises the largest utilisation U (``force_program``); each joint then reports the least utilisation that
+  carries the wrench it transmits there (``force_local``), so that non-critical joints do not read U. By the
+  lower-bound theorem of limit analysis (rigid parts, rigid-plastic joints), 1/U is the factor by which gravity
+  could grow before some joint must give.
 - What a joint cannot carry at all (a hinge about its axis, a ball's moments, an axle sliding in a round hole) and a
   pull on the ground enter only as costly slack: a component that needs them is a mechanism or tips over; the joints
   using slack get utilisation ∞, as does the whole component when it tips.
