@@ -5,11 +5,13 @@ the disagreement documented in ``docs/reference/forces.md``."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from brick_gym.core import capacity as cap
 from brick_gym.core.force_fixtures import fixtures
 from brick_gym.core.forces import analyse
+from brick_gym.core.poses import translation
 from brick_gym.core.stability import mass_properties
 
 NEWTONS_PER_LDU3 = cap.DENSITY_KG_M3 * (cap.LDU_MM / 1000) ** 3 * cap.GRAVITY_M_S2
@@ -66,3 +68,18 @@ def test_the_model_ranks_the_stairs_as_reality_does() -> None:
     u = {f.name: analyse(f.assembly()).max_utilisation for f in fixtures()}
     assert u["stair_19"] == pytest.approx(u["stair_20_good"], rel=1e-6)
     assert u["stair_20"] / u["stair_19"] == pytest.approx(19 * 18 / (18 * 17), rel=2e-4)  # λ within 1e-4
+
+
+QUARTER_TURN = np.array([[0.0, 0, 1, 0], [0, 1, 0, 0], [-1, 0, 0, 0], [0, 0, 0, 1]])
+
+
+@pytest.mark.parametrize("pose", [translation(-100, -24, 10), translation(-110, -24, 0) @ QUARTER_TURN])
+def test_the_prop_reads_the_same_under_the_other_row_or_crosswise(pose: np.ndarray) -> None:
+    """StableLego's file gives the prop's x, layer and part only: the index's choice does not decide the reading."""
+    fixture = {f.name: f for f in fixtures()}
+    a = fixture["stair_20"].assembly()
+    prop = a.add("3004", "blue", pose)
+    assert prop.ok and len(a.neighbours(prop.piece)) == 2
+    report = analyse(a)
+    assert report.max_utilisation == pytest.approx(analyse(fixture["stair_20_good"].assembly()).max_utilisation)
+    assert report.weakest(1)[0].pieces == CRITICAL["stair_20_good"]
