@@ -6,8 +6,9 @@ Formulated as a load factor: find joint and ground forces in equilibrium with λ
 joint within its capacity, that maximise λ; by homogeneity (every contact and capacity form is a cone scaled by its
 capacity) the smallest possible largest utilisation is U = 1/λ*. Capacities then are plain variable bounds (a stud's
 tension in [0, μ·F0]); only a lone stud's twist and a shaft's bending need rows. A small cost on each stud's tension
-(at most 1e-4 of λ) picks, among the optimal distributions, one that uses no clutch it does not need, so that
-non-critical joints read their least utilisation. λ* = 0 means the component cannot carry its weight at all (a
+(at most 1e-4 of λ) picks, among the optimal distributions, one that uses no clutch it does not need; it pulls
+on each joint's outermost studs, so the joints' readings are then taken afresh (``Solution.least``, see
+``force_local``). λ* = 0 means the component cannot carry its weight at all (a
 mechanism, or it tips); a second program, λ fixed to 1, capacities lifted and what no joint carries as costly slack,
 then says which joints move and whether the ground must pull (built cold: it is needed only while that lasts).
 """
@@ -24,6 +25,7 @@ import numpy as np
 
 from brick_gym.core import capacity as cap
 from brick_gym.core import force_blocks as fb
+from brick_gym.core import force_local as fl
 from brick_gym.core.pieces import Joint, Piece
 
 SCALE = fb.SCALE
@@ -78,11 +80,27 @@ class Solution:
     origin: np.ndarray = field(repr=False)
     pair_rows: np.ndarray = field(repr=False)
     ids: tuple[int, ...] = field(repr=False)
+    checks: fb.Checks | None = field(default=None, repr=False)
+    """The load-factor program's capacity checks (None for the diagnosis's solution)."""
+    signed: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
+    """Which columns cannot be negative (compressions, tensions)."""
 
     def mode(self, k: int) -> str:
-        """Pair ``k``'s mode ("" when no check limits it)."""
-        m = int(self.mode_ids[k])
+        """Pair ``k``'s mode in :attr:`least` ("" when no check limits it)."""
+        m = int(self.least[1][k])
         return fb.MODES[m] if m >= 0 else ""
+
+    @cached_property
+    def least(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each pair's least utilisation carrying the wrench it carries here, and its mode (``force_local``): what
+        the weakest-joints list reports. The program's own readings where there is nothing to spread (the
+        diagnosis, λ at its cap) or HiGHS does not reach the optimum."""
+        own = (self.utilisation, self.mode_ids)
+        if self.checks is None or self.load_factor >= MAX_LOAD_FACTOR * (1 - 1e-6) or not len(self.utilisation):
+            return own
+        n = len(self.utilisation)
+        values = fl.least(self.values, self.owner, self.wrench, self.signed, self.checks, n)
+        return own if values is None else fl.readings(values, self.checks, n)
 
     @property
     def pair_force(self) -> np.ndarray:
@@ -181,6 +199,7 @@ class Program:
         self._owner = _Buffer((), np.int64)
         self._wrench = _Buffer((6,))
         self._tension = _Buffer((), np.int32)
+        self._signed = _Buffer((), bool)
         self.checks: fb.Checks | None = None
         self.solved_once = False
         self.highs = highspy.Highs()
@@ -233,6 +252,7 @@ class Program:
         self._owner.extend(blocks.owner)
         self._wrench.extend(wrench)
         self._tension.extend(first_col + np.flatnonzero(blocks.tension))
+        self._signed.extend(blocks.lower == 0)
         mine = (blocks.checks, first_col)
         self.checks = blocks.checks if cold else fb.Checks.join([(self.checks, 0), mine])
         gravity_rows, gravity = self._gravity(ids, self.row_base.view)
@@ -302,16 +322,7 @@ class Program:
         lam = float(x[0])
         values = x[1:] * (1.0 / lam if lam > 0 and not diagnose else 1.0)  # the forces at the actual weight
         n = len(self.pairs)
-        util = np.zeros(n)
-        mode_ids = np.full(n, -1)
-        if checks is not None:
-            c = checks
-            ratio = np.concatenate((np.abs(values[c.bound_col]) / c.bound_cap,
-                                    np.abs((c.row_coeff * values[c.row_col]).sum(axis=1)) / c.row_cap))  # fmt: skip
-            pair = np.concatenate((c.bound_pair, c.row_pair))
-            np.maximum.at(util, pair, ratio)
-            first = np.flatnonzero((ratio == util[pair]) & (ratio > 0))[::-1]  # the first check reaching it names it
-            mode_ids[pair[first]] = np.concatenate((c.bound_mode, c.row_mode))[first]
+        util, mode_ids = fl.readings(values, checks, n) if checks is not None else (np.zeros(n), np.full(n, -1))
         ground_slack = 0.0
         moving = np.zeros(n, bool)
         if slack is not None:
@@ -323,7 +334,9 @@ class Program:
             ground_slack = float(values_slack[~joint].sum())
         tips = ground_slack > SLACK_TOLERANCE
         held = (self._weights.view, self._centroids.view, self.origin, self.pair_rows, tuple(self.ids))
-        return Solution(0.0 if diagnose else lam, util, mode_ids, moving, tips, values, owner, wrench, *held)
+        signed = self._signed.view if checks is not None else np.zeros(0, bool)
+        return Solution(0.0 if diagnose else lam, util, mode_ids, moving, tips, values, owner, wrench, *held, checks,
+                        signed)  # fmt: skip
 
 
 def _sum_by(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

@@ -15,9 +15,10 @@ model (constants and sources in ``capacity``; the whole story in ``docs/referenc
   up to a friction or bending capacity, or not at all (``capacity.JointModel``).
 - Utilisation of a joint: its load over its capacity, the worst of its limited components. The program finds the
   statically admissible force distribution (equilibrium of every part, every contact and capacity form above) that
-  minimises the largest utilisation U, then, with weight 1e-3, the mean of all joints' utilisations (so that the
-  reported non-critical ones are the least the structure needs). By the lower-bound theorem of limit analysis
-  (rigid parts, rigid-plastic joints), 1/U is the factor by which gravity could grow before some joint must give.
+  minimises the largest utilisation U (``force_program``); each joint then reports the least utilisation that
+  carries the wrench it transmits there (``force_local``), so that non-critical joints do not read U. By the
+  lower-bound theorem of limit analysis (rigid parts, rigid-plastic joints), 1/U is the factor by which gravity
+  could grow before some joint must give.
 - What a joint cannot carry at all (a hinge about its axis, a ball's moments, an axle sliding in a round hole) and a
   pull on the ground enter only as costly slack: a component that needs them is a mechanism or tips over; the joints
   using slack get utilisation ∞, as does the whole component when it tips.
@@ -87,7 +88,7 @@ class _Table:
     @cached_property
     def order(self) -> np.ndarray:
         """Pair numbers, worst first (ties by their pieces)."""
-        util = self.solution.utilisation
+        util = self.solution.least[0]
         ends = np.array(self.pairs[: len(util)], dtype=np.int64).reshape(-1, 2)
         return np.lexsort((ends[:, 1], ends[:, 0], -np.where(np.isnan(util), np.inf, util)))
 
@@ -105,7 +106,7 @@ class _Table:
 
     def load(self, k: int) -> JointLoad:
         sol = self.solution
-        return JointLoad(self.pairs[k], self.connectors[k], self.kinds[k], float(sol.utilisation[k]), sol.mode(k),
+        return JointLoad(self.pairs[k], self.connectors[k], self.kinds[k], float(sol.least[0][k]), sol.mode(k),
                          sol.pair_force[k], self.moment[k], self.points[k])  # fmt: skip
 
 
@@ -316,7 +317,7 @@ def _first_cut(sol: fp.Solution, worst: float) -> tuple[int, ...]:
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    util = sol.utilisation
+    util = sol.least[0]
     critical = ~np.isfinite(util) if not math.isfinite(worst) else util >= worst * (1 - CRITICAL)
     if not critical.any():
         return ()

@@ -121,6 +121,25 @@ def test_bracing_piece_never_raises_the_weakest_joint() -> None:
     assert after < 1e-3
 
 
+def test_each_joint_reads_its_own_need_not_the_worst() -> None:
+    """A stair of eight 2×4 bricks, each two studs further out: the joint under the m bricks of the upper flight
+    bears W·m(m − 1) studs of moment on four studs, the baseplate's joint W·8·5 on eight; each reads that, only the
+    critical one reads U, and only what it holds comes loose first."""
+    a = Assembly()
+    base = placed(a, "3811", 0.0, 0.0)
+    steps = [placed(a, "3001", -160.0 + 40.0 * j, -24.0 * (j + 1)) for j in range(8)]
+    report = analyse(a)
+    w, _ = weight_and_centroid("3001", a[steps[0]].pose)
+    loads = {j.pieces: j.utilisation for j in report.components[0].joints}
+    assert loads[(base, steps[0])] == pytest.approx(w * 8 * 5 / (cap.CLUTCH_N * 2 * (0.5 + 1.5 + 2.5 + 3.5)), rel=0.02)
+    for k in range(7):
+        m = 7 - k
+        expected = w * m * (m - 1) / (cap.CLUTCH_N * 2 * (0.5 + 1.5))  # moments in N·stud
+        assert loads[(steps[k], steps[k + 1])] == pytest.approx(expected, abs=1e-6, rel=0.02)
+    assert report.max_utilisation == pytest.approx(loads[(steps[0], steps[1])], rel=1e-6)
+    assert report.components[0].cut == tuple(steps[1:])
+
+
 def test_tipping_component_reads_infinite_and_floating_ones_are_not_solved() -> None:
     a = Assembly()
     placed(a, "3005", 0.0, 0.0)
