@@ -67,3 +67,18 @@ def test_eval_seeds_are_the_first_test_seeds() -> None:
         lv.eval_seeds(10**7)
     with pytest.raises(KeyError, match="no level"):
         level("nope")
+
+
+def test_tasks_keep_the_names_their_published_results_record() -> None:
+    """A task seed draws the target its published result names (target names carry a digest of the build steps:
+    a change to what the steps print would rename every published target)."""
+    import json
+    from pathlib import Path
+
+    from brick_gym.suite.protocol import family_of
+
+    results = Path(__file__).resolve().parents[2] / "docs" / "results" / "suite" / "results"
+    for lid in ("fidelity-small", "structural-cantilever"):
+        episodes = json.loads((results / lid / "random-seed0.json").read_text(encoding="utf-8"))["episodes"][:3]
+        family = family_of(level(lid))
+        assert [family.task(e["seed"]).name for e in episodes] == [e["task"] for e in episodes], lid
