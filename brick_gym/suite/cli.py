@@ -163,7 +163,9 @@ def add_suite_commands(sub: Any) -> None:
 
     p = cmds.add_parser("train", help="train the learned baseline (MaskablePPO) on levels and write its results")
     p.add_argument("levels", nargs="+", help="level ids")
-    p.add_argument("--timesteps", type=_count, help="environment steps per level and seed (default 8,192)")
+    p.add_argument(
+        "--timesteps", type=_count, help="environment steps per level and seed (default 4,096, the published budget)"
+    )
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds")
     p.add_argument("--out", default="docs/results/suite", help="result files go to OUT/results/LEVEL/")
     p.add_argument("--runs", default="runs/suite", help="run folders (models, training stats)")

@@ -33,7 +33,12 @@ def test_the_suite_id_makes_the_level_env() -> None:
 
 
 def test_learned_baseline_trains_evaluates_and_writes_result_files(tmp_path: Path) -> None:
-    results = learned_baseline(["fidelity-small"], seeds=(4,), timesteps=256, out=tmp_path, runs=tmp_path / "runs")
+    lines: list[str] = []
+    results = learned_baseline(
+        ["fidelity-small"], seeds=(4,), timesteps=256, out=tmp_path, runs=tmp_path / "runs", log=lines.append
+    )
+    assert lines[0].startswith("fidelity-small seed 4: 512/256 steps")  # one rollout of 2 envs x 256 steps
+    assert lines[-1].startswith("fidelity-small maskable-ppo seed 4: score")  # progress, then the result
     path = tmp_path / "results/fidelity-small" / f"{POLICY_NAME}-seed4.json"
     written = json.loads(path.read_text(encoding="utf-8"))
     assert written == results[0]
