@@ -48,6 +48,11 @@ class EnvTask:
     prompt: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def start_pieces(self) -> int:
+        """How many pieces an episode begins with: the start piece and the ground pieces (ids 0 up, in order)."""
+        return 1 + len(self.ground)
+
 
 @dataclass(frozen=True)
 class EnvConfig:

@@ -165,7 +165,7 @@ def _reach_change(ctx: RewardContext) -> float:
         return 0.0
     from brick_gym.core.reach import reach_progress
 
-    now = reach_progress(ctx.target, ctx.assembly, 1 + len(getattr(ctx.task, "ground", ())))
+    now = reach_progress(ctx.target, ctx.assembly, 1 if ctx.task is None else ctx.task.start_pieces)
     before = ctx.episode.get("last_reach", 0.0)
     ctx.episode["last_reach"] = now
     return now - before

@@ -27,9 +27,7 @@ from brick_gym.core.validity import check
 from brick_gym.core.voxels import VoxelGrid, voxelize
 from brick_gym.envs.episode import EnvTask
 from brick_gym.envs.fidelity_targets import BASE_PLATES, FidelityTask, StudGridBuilder
-from brick_gym.envs.fidelity_tasks import fidelity_palette
-from brick_gym.suite.cantilever import GOAL, PLATE, STEP, STEP_OUT, build_arm, range_param
-from brick_gym.suite.family import KeyedFamily
+from brick_gym.suite.cantilever import GOAL, PLATE, STEP, STEP_OUT, GoalFamily, build_arm, range_param
 
 __all__ = ["BridgeFamily", "BridgeTask", "draw_bridge"]
 
@@ -51,9 +49,7 @@ def draw_bridge(rng: np.random.Generator, gap: tuple[int, int], column: tuple[in
     whole steps), each arm on a column of ``column`` bricks, and its known solution; None when that solution
     does not stand and hold."""
     px, pz = BASE_PLATES[PLATE[0]]
-    lo, hi = -(-gap[0] // (2 * STEP_OUT)), gap[1] // (2 * STEP_OUT)
-    if lo > hi:
-        raise ValueError(f"bridge: gap {list(gap)} holds no multiple of {2 * STEP_OUT}")
+    lo, hi = _arm_steps(gap)
     half = int(rng.integers(lo, hi + 1)) * STEP_OUT
     height = int(rng.integers(column[0], column[1] + 1))
     row = int(rng.integers(0, pz - 1))
@@ -76,7 +72,7 @@ def draw_bridge(rng: np.random.Generator, gap: tuple[int, int], column: tuple[in
     return BridgeTask(name, 2 * half, (far.part, far.colour, far.at), b.task("bridge", name), target)  # type: ignore[arg-type]
 
 
-class BridgeFamily(KeyedFamily):
+class BridgeFamily(GoalFamily):
     """Bridge tasks by seed (parameters ``gap`` = [min, max] studs between the piers, ``column`` = [min, max]
     bricks under each arm)."""
 
@@ -85,17 +81,11 @@ class BridgeFamily(KeyedFamily):
     def __init__(self, params: Mapping[str, Any]) -> None:
         self.gap = range_param(params.get("gap", (16, 24)), "gap", 2 * STEP_OUT, self.family)
         self.column = range_param(params.get("column", (2, 4)), "column", 1, self.family)
-        if -(-self.gap[0] // (2 * STEP_OUT)) > self.gap[1] // (2 * STEP_OUT):
-            raise ValueError(f"bridge: gap {list(self.gap)} holds no multiple of {2 * STEP_OUT}")
+        _arm_steps(self.gap)
 
-    @property
-    def palette(self) -> tuple:
-        """The fidelity palette (every generator part in every generator colour)."""
-        return fidelity_palette()
-
-    def target(self, seed: int) -> FidelityTask:
-        """The known solution of task ``seed`` (what the solvability tests replay)."""
-        return _draw(self, seed).solution
+    def drawn(self, seed: int) -> BridgeTask:
+        """The drawn task of ``seed``."""
+        return _draw(self, seed)
 
     def task(self, seed: int) -> EnvTask:
         """The env task of ``seed``: the start plate, the far pier on the ground, the goal as the target."""
@@ -113,6 +103,15 @@ class BridgeFamily(KeyedFamily):
     def key(self) -> tuple:
         """The parameters that fix every task of the family."""
         return (self.gap, self.column)
+
+
+def _arm_steps(gap: tuple[int, int]) -> tuple[int, int]:
+    """The fewest and most stair steps an arm takes for a gap in ``gap`` (each arm spans half of it, in whole
+    steps); raises when the range holds no such gap."""
+    lo, hi = -(-gap[0] // (2 * STEP_OUT)), gap[1] // (2 * STEP_OUT)
+    if lo > hi:
+        raise ValueError(f"bridge: gap {list(gap)} holds no multiple of {2 * STEP_OUT}")
+    return lo, hi
 
 
 @lru_cache(maxsize=256)

@@ -29,7 +29,7 @@ from brick_gym.envs.fidelity_targets import BASE_PLATES, FidelityTask, StudGridB
 from brick_gym.envs.fidelity_tasks import fidelity_palette
 from brick_gym.suite.family import KeyedFamily
 
-__all__ = ["CantileverFamily", "CantileverTask", "build_arm", "draw_cantilever", "range_param"]
+__all__ = ["CantileverFamily", "CantileverTask", "GoalFamily", "build_arm", "draw_cantilever", "range_param"]
 
 PLATE = ("3958", 71)
 """The start plate: 6×6 studs, light bluish grey."""
@@ -99,7 +99,24 @@ def build_arm(b: StudGridBuilder, at: int, way: int, out: int, height: int, row:
     return ok
 
 
-class CantileverFamily(KeyedFamily):
+class GoalFamily(KeyedFamily):
+    """What the goal families (cantilever, bridge) share: the fidelity palette and a known solution per seed."""
+
+    def drawn(self, seed: int) -> Any:
+        """The drawn task of ``seed`` (with its ``solution``)."""
+        raise NotImplementedError
+
+    @property
+    def palette(self) -> tuple:
+        """The fidelity palette (every generator part in every generator colour)."""
+        return fidelity_palette()
+
+    def target(self, seed: int) -> FidelityTask:
+        """The known solution of task ``seed`` (what the solvability tests replay)."""
+        return self.drawn(seed).solution
+
+
+class CantileverFamily(GoalFamily):
     """Cantilever tasks by seed (parameters ``reach`` = [min, max] studs, ``column`` = [min, max] bricks and
     ``sides``, 1 or 2 goals)."""
 
@@ -112,14 +129,9 @@ class CantileverFamily(KeyedFamily):
         if self.sides not in (1, 2):
             raise ValueError(f"cantilever: sides must be 1 or 2, got {self.sides!r}")
 
-    @property
-    def palette(self) -> tuple:
-        """The fidelity palette (every generator part in every generator colour)."""
-        return fidelity_palette()
-
-    def target(self, seed: int) -> FidelityTask:
-        """The known solution of task ``seed`` (what the solvability tests replay)."""
-        return _draw(self, seed).solution
+    def drawn(self, seed: int) -> CantileverTask:
+        """The drawn task of ``seed``."""
+        return _draw(self, seed)
 
     def task(self, seed: int) -> EnvTask:
         """The env task of ``seed``: the start plate, the goal as the target, the known solution in the extras."""

@@ -243,7 +243,7 @@ def episode_measures(lvl: Level, env: BrickAssemblyEnv, info: Mapping[str, Any])
     measures["fidelity"] = round(float(terms.get("fidelity", 0.0)), 6)
     measures["fidelity_colour"] = round(float(terms.get("fidelity_colour", 0.0)), 6)
     if lvl.score.metric == "reach":
-        measures["reach"] = round(reach_progress(env.task.target_voxels, env.assembly, 1 + len(env.task.ground)), 6)
+        measures["reach"] = round(reach_progress(env.task.target_voxels, env.assembly, env.task.start_pieces), 6)
     if lvl.score.gate == "forces":
         measures["holds"] = bool(analyse(env.assembly).holds)
     return measures
