@@ -18,6 +18,7 @@ from brick_gym.core.examples import random_assembly, running_bond_wall
 from brick_gym.core.forces import ForceAnalyser, analyse
 from brick_gym.core.poses import translation
 from brick_gym.core.stability import mass_properties
+from tests.core.force_checks import assert_same_components
 
 PLATES = {2: "3023", 3: "3623", 4: "3710", 6: "3666", 8: "3460", 10: "4477"}
 NEWTONS_PER_LDU3 = cap.DENSITY_KG_M3 * (cap.LDU_MM / 1000) ** 3 * cap.GRAVITY_M_S2
@@ -218,29 +219,6 @@ def test_equilibrium_holds_on_every_solved_component(seed: int, steps: int) -> N
             assert max(finite) == pytest.approx(comp.max_utilisation, rel=1e-3)
 
 
-def same_utilisation(warm: float, cold: float) -> bool:
-    """Equal within 1e-6 relative where U is unique (1/λ*); under 1/MAX_LOAD_FACTOR both read the joints' own
-    (non-unique) readings, so both must only stay there."""
-    if math.isnan(cold) or math.isinf(cold):
-        return math.isnan(warm) if math.isnan(cold) else math.isinf(warm)
-    floor = 1.0 / fp.MAX_LOAD_FACTOR * (1 + 1e-6)
-    if cold > floor:
-        return warm == pytest.approx(cold, rel=1e-6)
-    return warm <= floor
-
-
-def assert_warm_equals_cold(warm, cold) -> None:
-    assert warm.unsupported == cold.unsupported
-    by_pieces = {c.pieces: c for c in cold.components}
-    assert {c.pieces for c in warm.components} == set(by_pieces)
-    for comp in warm.components:
-        other = by_pieces[comp.pieces]
-        assert same_utilisation(comp.max_utilisation, other.max_utilisation), (comp.max_utilisation, other)
-        assert comp.tips == other.tips
-        assert comp.residual < 1e-7 or math.isnan(comp.max_utilisation)
-        assert {j.pieces for j in comp.joints} == {j.pieces for j in other.joints}
-
-
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), steps=st.integers(2, 20))
 def test_warm_growth_equals_a_cold_solve(seed: int, steps: int) -> None:
@@ -249,7 +227,7 @@ def test_warm_growth_equals_a_cold_solve(seed: int, steps: int) -> None:
     analyser = ForceAnalyser()
     for piece in source:  # the same pieces placed one by one, each step's analysis checked against a cold solve
         assert a.add(piece.part.stem, piece.colour, piece.pose).ok
-        assert_warm_equals_cold(analyser.analyse(a), analyse(a))
+        assert_same_components(analyser.analyse(a), analyse(a))
 
 
 def test_warm_growth_through_a_cantilever_and_a_merge(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -268,11 +246,11 @@ def test_warm_growth_through_a_cantilever_and_a_merge(monkeypatch: pytest.Monkey
     analyser.analyse(a)
     for k, x in enumerate((100.0, 120.0)):  # on the far stud of the first plate (x = 70), then one stud further out
         placed(a, "3710", x, -8.0 * (k + 1), -10.0)
-        assert_warm_equals_cold(analyser.analyse(a), analyse(a))
+        assert_same_components(analyser.analyse(a), analyse(a))
     assert analyser.analyse(a).max_utilisation > 0.01
     placed(a, "3460", 120.0, -8.0, 10.0)  # two studs on each plate: one component
     assert len(a.components) == 1
-    assert_warm_equals_cold(analyser.analyse(a), analyse(a))
+    assert_same_components(analyser.analyse(a), analyse(a))
     assert grown == [[2], [3], [1, 4]]  # the larger component's program takes the other's pieces
 
 
@@ -287,4 +265,4 @@ def test_an_analyser_pickles_and_copies_without_its_live_programs() -> None:
         assert other.analyse(a).max_utilisation == first.max_utilisation  # its cached solution
         b = copy.deepcopy(a)
         placed(b, "3710", 120.0, -16.0, 10.0)  # one stud further out: that component is built again, cold
-        assert_warm_equals_cold(other.analyse(b), analyse(b))
+        assert_same_components(other.analyse(b), analyse(b))
