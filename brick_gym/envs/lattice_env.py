@@ -16,7 +16,7 @@ pieces, joints and verdicts (tested).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,6 +44,9 @@ HEIGHTS = {"small": 40, "medium": 80}
 """Region plates per target size (the tallest generated targets: 34 and 76)."""
 BUDGETS = {"small": (32, 64), "medium": (80, 160)}
 """(max pieces, max steps) per size, as ``Fidelity-v0``'s."""
+TERMS = ("valid_placement", "new_joints", "invalid_action", "fidelity_delta", "fidelity_colour_delta", "validity",
+         "part_rule", "fidelity", "fidelity_colour")  # fmt: skip
+"""The reward terms the env works out; ``info["reward_terms"]`` carries those the rewards weigh."""
 
 
 class LatticeEncoding(Protocol):
@@ -224,19 +227,24 @@ class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
         encoding: LatticeEncoding | None = None,
         max_pieces: int | None = None,
         max_steps: int | None = None,
+        source: Callable[[np.random.Generator], Any] | None = None,
     ) -> None:
         """Fidelity-v0's task arguments; ``rewards`` a spec or {term: weight} over the standard terms (default
-        Fidelity-v0's weights); ``encoding`` the action encoding (default :class:`ColumnEncoding`)."""
+        Fidelity-v0's weights); ``encoding`` the action encoding (default :class:`ColumnEncoding`); ``source`` a
+        task source of ``size`` targets drawing from an env's generator (e.g. a suite level's split) in place of
+        Fidelity-v0's (``split``, ``seed``, ``kinds``, ``pool`` and ``min_parts`` are then unused)."""
         from brick_gym.envs.registry import FIDELITY_REWARDS, _rewards
 
         if size not in HEIGHTS:
             raise ValueError(f"size must be one of {sorted(HEIGHTS)}, got {size!r}")
         self.num_envs = int(num_envs)
-        self.source = fidelity_task_source(split=split, seed=seed, kinds=kinds, size=size, pool=pool,
-                                           min_parts=min_parts)  # fmt: skip
+        self.source = source or fidelity_task_source(split=split, seed=seed, kinds=kinds, size=size, pool=pool,
+                                                     min_parts=min_parts)  # fmt: skip
         spec = _rewards(rewards, FIDELITY_REWARDS) if rewards is not None else standard_rewards(**FIDELITY_REWARDS)
         self.rewards = spec
         self.weights = {t.name: float(w) for t, w in spec.weights}
+        if set(self.weights) - set(TERMS):
+            raise ValueError(f"the lattice env works out {TERMS}, not {sorted(set(self.weights) - set(TERMS))}")
         self.max_pieces, self.max_steps = BUDGETS[size]
         self.max_pieces = max_pieces or self.max_pieces
         self.max_steps = max_steps or self.max_steps
@@ -287,17 +295,22 @@ class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
 
     # ----- gymnasium API -----------------------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        """Reset every env; ``seed`` an int (env i gets seed + i) or one per env."""
+        """Reset every env; ``seed`` an int (env i gets seed + i) or one per env; ``options["tasks"]``: a task
+        per env to play instead of a drawn one (None: draw), e.g. an evaluation's task seeds."""
         seeds = [None] * self.num_envs if seed is None else seed
         if isinstance(seeds, int):
             seeds = [seeds + i for i in range(self.num_envs)]
         for e, s in enumerate(seeds):
             if s is not None:
                 self.rngs[e] = seeding.np_random(int(s))[0]
-        self._reset_envs(np.arange(self.num_envs))
+        tasks = (options or {}).get("tasks")
+        if tasks is not None and len(tasks) != self.num_envs:
+            raise ValueError(f"options['tasks'] must hold a task (or None) per env ({self.num_envs}), got {len(tasks)}")
+        self._reset_envs(np.arange(self.num_envs), tasks)
         self.done[:] = False
         skipped = np.full(self.num_envs, cols.SKIPPED)
-        return self._observe(), self._info(skipped, np.zeros(self.num_envs), self._zero_terms())
+        terms = {k: v for k, v in self._zero_terms().items() if k in self.weights}
+        return self._observe(), self._info(skipped, np.zeros(self.num_envs), terms)
 
     def step(self, actions: Any) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Step every env; an env that ended on the last step is reset instead (its action ignored)."""
@@ -312,7 +325,7 @@ class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
         invalid = active & (codes != 0) & (codes != cols.STOPPED)
         self.invalids += invalid
         self.last_invalid = invalid
-        iou, colour_iou = self._iou()
+        iou, colour_iou = self.fidelities()
         pieces = self.batch.meta[:, kn.ALIVE]
         terminated = active & ((codes == cols.STOPPED) | (pieces >= self.max_pieces) | ~allowed)
         truncated = active & ~terminated & (self.steps >= self.max_steps)
@@ -354,13 +367,15 @@ class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
         return self.encoding.sample(self, rng.random(self.num_envs))
 
     # ----- helpers -----------------------------------------------------------------------------------------------
-    def _reset_envs(self, envs: np.ndarray) -> None:
-        """Draw a task for each env of ``envs`` and start it from its base plate (one compiled call for all)."""
+    def _reset_envs(self, envs: np.ndarray, chosen: Sequence[Any] | None = None) -> None:
+        """Draw a task for each env of ``envs`` (or take ``chosen[e]`` where given) and start it from its base
+        plate (one compiled call for all)."""
         bases = np.empty(len(envs), dtype=np.int64)
         colours = np.empty(len(envs), dtype=np.int64)
         b = self.batch
         for n, e in enumerate(envs.tolist()):
-            task = self.tasks[e] = self.source(self.rngs[e])
+            given = None if chosen is None else chosen[e]
+            task = self.tasks[e] = self.source(self.rngs[e]) if given is None else given
             target = _target(task, b.region, b.colours, b.tables.index(task.extras["fidelity_task"].steps[0].part))
             bases[n], colours[n] = target.base, target.colour
             b.origin[e] = target.origin
@@ -371,23 +386,24 @@ class FidelityLatticeVectorEnv(gym.vector.VectorEnv):
         kn.restart(b.grid, b.pieces, b.used, b.meta, b.stock, self.built, self.goal, self.counts, envs, bases, colours,
                    t.dims, t.nconn, t.conn_kind, t.conn_mate, t.mates, t.conn_point, t.vox, t.nvox)  # fmt: skip
         self.encoding.reset_masks(self, envs)
-        self.paid[envs] = np.stack(self._iou(envs), axis=1)
+        self.paid[envs] = np.stack(self.fidelities(envs), axis=1)
         self.steps[envs] = 0
         self.returns[envs] = 0.0
         self.invalids[envs] = 0
         self.last_invalid[envs] = False
 
-    def _iou(self, rows: np.ndarray | slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
+    def fidelities(self, rows: np.ndarray | slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """Shape and colour IoU of each env's build against its target (``TargetProgress``'s frame IoU)."""
         built, inter, inter_colour = self.counts[rows, 0], self.counts[rows, 1], self.counts[rows, 2]
         union = self.goal_count[rows] + built - inter
         safe = np.maximum(union, 1)
         return np.where(union > 0, inter / safe, 1.0), np.where(union > 0, inter_colour / safe, 1.0)
 
     def _zero_terms(self) -> dict[str, np.ndarray]:
-        return {name: np.zeros(self.num_envs) for name in self.weights}
+        return {name: np.zeros(self.num_envs) for name in TERMS}
 
     def _observe(self) -> dict[str, np.ndarray]:
-        iou, colour_iou = self._iou()
+        iou, colour_iou = self.fidelities()
         progress = np.stack(
             [self.steps / self.max_steps, self.batch.meta[:, kn.ALIVE] / self.max_pieces, iou, colour_iou], axis=1
         ).astype(np.float32)
@@ -420,9 +436,10 @@ class FidelityLatticeEnv(gym.Env):
         self.observation_space = self.vector.single_observation_space
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        """Draw a task and place its base plate."""
+        """Draw a task (``options["task"]``: play this one instead) and place its base plate."""
         super().reset(seed=seed)
-        obs, info = self.vector.reset(seed=seed)
+        task = (options or {}).get("task")
+        obs, info = self.vector.reset(seed=seed, options=None if task is None else {"tasks": [task]})
         return _first(obs), _first(info)
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
@@ -442,12 +459,15 @@ class FidelityLatticeEnv(gym.Env):
 
 
 def _first(tree: Any) -> Any:
-    """Env 0's entry of batched observations or infos (the "_key" masks dropped)."""
+    """Env 0's entry of batched observations or infos (the "_key" masks dropped), copied out of the batch's arrays
+    (they are rewritten by the next step)."""
     if isinstance(tree, dict):
         return {k: _first(v) for k, v in tree.items() if not k.startswith("_")}
     if isinstance(tree, np.ndarray):
         value = tree[0]
-        return value if tree.dtype == object or value.ndim else value.item()
+        if tree.dtype == object:
+            return value
+        return value.copy() if value.ndim else value.item()
     return tree
 
 

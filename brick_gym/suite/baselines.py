@@ -134,8 +134,9 @@ PRIVILEGED = ("greedy-oracle", "heuristic")
 
 
 def applies(name: str, encoding: str, has_target: bool = True) -> bool:
-    """Whether baseline ``name`` can play a level with this action encoding (and a target, or none)."""
-    if name in PRIVILEGED and not has_target:
+    """Whether baseline ``name`` can play a level with this action encoding (and a target, or none): the
+    privileged ones speak the exact path's encodings, not the lattice's ``columns``."""
+    if name in PRIVILEGED and (not has_target or encoding == "columns"):
         return False
     return Heuristic.applies(encoding) if name == "heuristic" else True
 

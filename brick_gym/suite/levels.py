@@ -20,6 +20,13 @@ from typing import Any
 
 SUITE_VERSION = "v1"
 TRACKS = ("benchmark", "assisted")
+BENCHMARK_ENCODINGS = ("staged", "columns")
+"""The target-blind encodings: ``staged`` (where, what, how, on the exact path) and ``columns`` (palette part, colour,
+quarter turn, low column, on the compiled lattice core: :mod:`brick_gym.suite.lattice_level`)."""
+LATTICE_SIZES = ("small", "medium")
+"""Fidelity target sizes the lattice core plays (:data:`brick_gym.envs.lattice_env.HEIGHTS`)."""
+LATTICE_ENV_KEYS = frozenset({"encoding", "max_pieces", "max_steps"})
+"""The ``[env]`` keys a ``columns`` level may set."""
 """``benchmark``: nothing computed from the target orders, filters or annotates the actions (the staged
 encoding); ``assisted``: the target-ranked candidate list with per-candidate target agreement (opt-in, labelled,
 never in the headline)."""
@@ -149,6 +156,19 @@ def _multi(value: Any, where: str) -> Multi:
     return Multi(builders, value["split"], shared)
 
 
+def _check_lattice(data: dict[str, Any], observation: str, where: str) -> None:
+    """A ``columns`` level is played on the lattice core: fidelity targets of a size it holds, voxels observed, one
+    builder, no judge, and only the env keys it reads."""
+    task = data["task"]
+    if task.get("family") != "fidelity" or task.get("size", "small") not in LATTICE_SIZES:
+        raise LevelError(f"{where}: a columns level plays the fidelity family at a size of {LATTICE_SIZES}")
+    if set(data["env"]) - LATTICE_ENV_KEYS:
+        raise LevelError(f"{where}: a columns level's env sets only {sorted(LATTICE_ENV_KEYS)}, "
+                         f"not {sorted(set(data['env']) - LATTICE_ENV_KEYS)}")  # fmt: skip
+    if observation != "voxels" or "multi" in data or "judge" in data:
+        raise LevelError(f"{where}: a columns level observes voxels, with one builder and no judge")
+
+
 def parse_level(data: dict[str, Any], where: str) -> Level:
     """A :class:`Level` from a level file's tables; :class:`LevelError` names what is wrong."""
     known = {"id", "title", "track", "description", "task", "env", "rewards", "split", "eval", "score", "observation"}
@@ -173,11 +193,14 @@ def parse_level(data: dict[str, Any], where: str) -> Level:
     if not isinstance(episodes, int) or not 1 <= episodes <= test[1] - test[0] + 1:
         raise LevelError(f"{where}: eval.episodes must be in 1..{test[1] - test[0] + 1}, got {episodes!r}")
     encoding = data["env"].get("encoding")
-    if (data["track"] == "benchmark") != (encoding == "staged"):
-        raise LevelError(f"{where}: the benchmark track uses the staged encoding and only it, got {encoding!r}")
+    if (data["track"] == "benchmark") != (encoding in BENCHMARK_ENCODINGS):
+        raise LevelError(f"{where}: the benchmark track uses a target-blind encoding {BENCHMARK_ENCODINGS} and only it,"
+                         f" got {encoding!r}")  # fmt: skip
     observation = data.get("observation", "voxels")
     if observation not in OBSERVATIONS:
         raise LevelError(f"{where}: observation must be one of {OBSERVATIONS}, got {observation!r}")
+    if encoding == "columns":
+        _check_lattice(data, observation, where)
     judge = data.get("judge")
     if (judge is not None) != (score["metric"] == "vqa") or (judge is not None) != ("vqa" in data["rewards"]):
         raise LevelError(f"{where}: a [judge] table, the vqa metric and a vqa reward weight go together")
@@ -245,7 +268,10 @@ def level(name: str | Level, version: str = SUITE_VERSION) -> Level:
 
 
 __all__ = [
+    "BENCHMARK_ENCODINGS",
     "GATES",
+    "LATTICE_ENV_KEYS",
+    "LATTICE_SIZES",
     "METRICS",
     "MULTI_SPLITS",
     "OBSERVATIONS",

@@ -97,6 +97,13 @@ def make(
             env.reset(seed=seed)
         return env
     family = family_of(lvl)
+    if lvl.env["encoding"] == "columns":
+        from brick_gym.suite.lattice_level import LatticeLevelEnv
+
+        env = LatticeLevelEnv(lvl, split, family, level_rewards(lvl, judge), **kw)  # type: ignore[arg-type]
+        if seed is not None:
+            env.reset(seed=seed)
+        return env
     config = EnvConfig(**lvl.env, target_colours=lvl.observation == "voxels")
     env = BrickAssemblyEnv(SplitTasks(family, lvl.seeds(split)), config=config, rewards=level_rewards(lvl, judge), **kw)
     if lvl.observation == "plans":
@@ -158,10 +165,16 @@ def make_vec(
     judge: str | JudgeBackend | None = None,
 ) -> Any:
     """``n`` envs of the level in a Gymnasium vector env (sub-env ``i`` reset with ``seed + i`` when the vector
-    env is reset with ``seed``); ``asynchronous`` runs them in subprocesses; ``judge`` as for :func:`make`."""
+    env is reset with ``seed``); ``asynchronous`` runs them in subprocesses; ``judge`` as for :func:`make`. A
+    ``columns`` level gives its batched lattice env (all ``n`` stepped in one compiled call; ``asynchronous`` is
+    then moot)."""
     import gymnasium as gym
 
     lvl = level(name)
+    if lvl.env["encoding"] == "columns":
+        from brick_gym.suite.lattice_level import lattice_vector
+
+        return lattice_vector(lvl, n, split, family_of(lvl), level_rewards(lvl, judge))  # type: ignore[arg-type]
     fns = [lambda: make(lvl, split, judge=judge) for _ in range(n)]
     return gym.vector.AsyncVectorEnv(fns) if asynchronous else gym.vector.SyncVectorEnv(fns)
 

@@ -1,4 +1,4 @@
-"""Levels as data: every file parses, splits are disjoint, the benchmark track is the staged encoding."""
+"""Levels as data: every file parses, splits are disjoint, the benchmark track is a target-blind encoding."""
 
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ def test_the_suite_has_at_least_eight_levels_both_tracks_labelled() -> None:
         lv = level(lid)
         lo, hi = lv.test_seeds
         assert lv.train_seeds[1] < lo or hi < lv.train_seeds[0]
-        assert (lv.track == "benchmark") == (lv.env["encoding"] == "staged")
-        assert lv.headline == (lv.track == "benchmark" and lv.judge is None)  # a judged level: not yet
+        assert (lv.track == "benchmark") == (lv.env["encoding"] in ("staged", "columns"))
+        # a judged level: not yet; a columns level repeats a staged level's tasks
+        assert lv.headline == (lv.track == "benchmark" and lv.judge is None and lv.env["encoding"] == "staged")
         assert lv.track == "benchmark" or "ASSISTED" in lv.title
         assert 0 <= lv.score.low < lv.score.high
         assert pickle.loads(pickle.dumps(lv)) == lv
@@ -41,7 +42,11 @@ def test_the_suite_has_at_least_eight_levels_both_tracks_labelled() -> None:
     ("change", "message"),
     [
         ({"split": {"train": [0, 10], "test": [10, 19]}}, "overlap"),
-        ({"env": {"encoding": "candidates"}}, "staged encoding"),
+        ({"env": {"encoding": "candidates"}}, "target-blind encoding"),
+        ({"env": {"encoding": "columns"}, "task": {"family": "composite"}}, "fidelity family"),
+        ({"env": {"encoding": "columns"}, "task": {"family": "fidelity", "size": "large"}}, "fidelity family"),
+        ({"env": {"encoding": "columns", "max_targets": 8}}, "env sets only"),
+        ({"env": {"encoding": "columns"}, "observation": "plans"}, "observes voxels"),
         ({"track": "easy"}, "track"),
         ({"eval": {"episodes": 11}}, "episodes"),
         ({"score": {"metric": "vibes", "low": 0.1}}, "metric"),
@@ -82,3 +87,10 @@ def test_tasks_keep_the_names_their_published_results_record() -> None:
         episodes = json.loads((results / lid / "random-seed0.json").read_text(encoding="utf-8"))["episodes"][:3]
         family = family_of(level(lid))
         assert [family.task(e["seed"]).name for e in episodes] == [e["task"] for e in episodes], lid
+
+
+def test_the_lattice_sizes_a_level_file_may_name_are_the_ones_the_lattice_env_holds() -> None:
+    from brick_gym.envs.lattice_env import HEIGHTS
+    from brick_gym.suite.levels import LATTICE_SIZES
+
+    assert LATTICE_SIZES == tuple(HEIGHTS)

@@ -1,4 +1,5 @@
-"""``python -m brick_gym.rl.lean``: train the lean PPO on ``BrickGym/FidelityLattice-v0`` and print progress."""
+"""``python -m brick_gym.rl.lean``: train the lean PPO on ``BrickGym/FidelityLattice-v0`` (or a suite level on the
+lattice core, ``--level``) and print progress."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=LeanConfig.total_steps, help="env steps in all")
     parser.add_argument("--envs", type=int, default=LeanConfig.num_envs)
     parser.add_argument("--rollout", type=int, default=LeanConfig.rollout, help="steps per env per update")
-    parser.add_argument("--size", choices=("small", "medium"), default="small", help="target size")
+    parser.add_argument("--size", choices=("small", "medium"), default="small", help="target size (not with --level)")
     parser.add_argument(
         "--head",
         choices=("factored", "dense"),
         default=LeanConfig.head,
         help="action head: column, then shape, then colour (factored), or one softmax (dense)",
     )
+    parser.add_argument("--level", default=None, help="a suite level on the lattice core, e.g. fidelity-small-columns")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--eval-episodes", type=int, default=LeanConfig.eval_episodes)
@@ -39,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         env_kwargs={"size": args.size},
         eval_episodes=args.eval_episodes,
         out_dir=args.out,
+        level=args.level,
         wandb=args.wandb,
     )
 

@@ -6,6 +6,10 @@ step's action, so those samples only bootstrap the value and are left out of the
 Every finished training episode's sum of each reward term is logged (``train/reward_terms/<term>``, the SB3
 trainer's names) with the return, fidelity and throughput against ``global_step``; ``result.json``, ``curve.json``
 (figures against wall-clock seconds), ``curve.png`` and the policy's weights go to the run folder.
+
+With ``level`` (a suite level on the lattice core, e.g. ``fidelity-small-columns``) the run trains on the level's
+train split with its rewards and budgets, and is scored by the suite's own evaluation on the level's test seeds
+(``suite-result.json``, the result file ``brick-gym suite report`` reads).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from brick_gym.io.files import atomic_write_json
 from brick_gym.rl.lean.factored import FactoredColumnPolicy
 from brick_gym.rl.lean.policy import ColumnPolicy, ColumnTrunk
 
-__all__ = ["HEADS", "LeanConfig", "evaluate_lean", "make_policy", "train_lean"]
+__all__ = ["HEADS", "LeanActor", "LeanConfig", "evaluate_lean", "make_policy", "train_lean"]
 
 HEADS: dict[str, type[ColumnTrunk]] = {"factored": FactoredColumnPolicy, "dense": ColumnPolicy}
 """The action heads: ``factored`` (column, then shape, then colour; the default) and ``dense`` (one softmax over
@@ -58,7 +62,9 @@ class LeanConfig:
     """Fixed, for reproducible numbers: torch's default (a thread per core) oversubscribes shared cores."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     eval_episodes: int = 20
-    """Greedy episodes on the test split after training (0: none)."""
+    """Greedy episodes on the test split after training (0: none; with ``level``, its evaluation's episodes)."""
+    level: str | None = None
+    """A suite level played on the lattice core to train and be scored on (None: ``FidelityLattice-v0``'s tasks)."""
     out_dir: str = "runs/lean"
     wandb: str = "disabled"
     """wandb mode: ``disabled``, ``offline``, ``online`` or ``auto`` (online when logged in)."""
@@ -93,7 +99,7 @@ def train_lean(config: LeanConfig, log: Callable[[dict[str, Any]], None] | None 
     out.mkdir(parents=True, exist_ok=True)
     if config.head not in HEADS:
         raise ValueError(f"head {config.head!r} is not one of {sorted(HEADS)}")
-    env = FidelityLatticeVectorEnv(config.num_envs, **{"split": "train", **config.env_kwargs})
+    env = _training_env(config)
     policy = make_policy(env, config.width, config.head)
     optimiser = torch.optim.Adam(policy.parameters(), lr=config.learning_rate, eps=1e-5)
     run = WandbRun(detect_wandb_mode(config.wandb), out, config=asdict(config), name=f"lean-ppo-seed{config.seed}")
@@ -120,9 +126,7 @@ def train_lean(config: LeanConfig, log: Callable[[dict[str, Any]], None] | None 
             log({"update": update + 1, "updates": updates, **point})
     seconds = time.perf_counter() - start
     torch.save(policy.state_dict(), out / "policy.pt")
-    evaluation = (
-        evaluate_lean(policy, config.env_kwargs, config.eval_episodes, seed=10_000) if config.eval_episodes else None
-    )
+    evaluation = _evaluation(policy, config, steps, out)
     if evaluation is not None:
         run.log({"global_step": steps, **{f"eval/{k}": v for k, v in evaluation.items() if k != "per_episode"}})
     result = {
@@ -135,7 +139,7 @@ def train_lean(config: LeanConfig, log: Callable[[dict[str, Any]], None] | None 
     }
     atomic_write_json(out / "curve.json", curve)
     atomic_write_json(out / "result.json", result)
-    _plot(curve, out / "curve.png")
+    _plot(curve, out / "curve.png", config.level or "BrickGym/FidelityLattice-v0")
     return result
 
 
@@ -249,6 +253,54 @@ def _update(policy: ColumnTrunk, optimiser: torch.optim.Optimizer, batch: dict[s
     return stats
 
 
+def _training_env(config: LeanConfig) -> FidelityLatticeVectorEnv:
+    """The batched env a run trains on: the level's train split, or ``FidelityLattice-v0``'s with ``env_kwargs``."""
+    if config.level is None:
+        return FidelityLatticeVectorEnv(config.num_envs, **{"split": "train", **config.env_kwargs})
+    from brick_gym.suite import level, make_vec
+
+    if level(config.level).env["encoding"] != "columns":
+        raise ValueError(f"level {config.level!r} is not played on the lattice core (its encoding is not columns)")
+    return make_vec(config.level, config.num_envs, "train")
+
+
+def _evaluation(policy: ColumnTrunk, config: LeanConfig, steps: int, out: Path) -> dict[str, Any] | None:
+    """After training: greedy episodes on the test split; on a level, its own evaluation (its result file goes to
+    ``suite-result.json``) summarised."""
+    if not config.eval_episodes:
+        return None
+    if config.level is None:
+        return evaluate_lean(policy, config.env_kwargs, config.eval_episodes, seed=10_000)
+    from brick_gym.suite import evaluate, level
+
+    episodes = min(config.eval_episodes, level(config.level).episodes)
+    result = evaluate(LeanActor(policy), config.level, episodes, policy_name="lean-ppo", timesteps_trained=steps)
+    atomic_write_json(out / "suite-result.json", result)
+    episodes_run = result["episodes"]
+    return {
+        "level": config.level,
+        "episodes": len(episodes_run),
+        "score": result["score"],
+        "raw_mean": result["raw_mean"],
+        "fidelity": round(float(np.mean([e["fidelity"] for e in episodes_run])), 4),
+        "valid_rate": round(float(np.mean([bool(e["valid"]) for e in episodes_run])), 4),
+    }
+
+
+class LeanActor:
+    """A trained lean policy as a suite policy: ``(observation, info) -> action``, the head's most likely allowed
+    choice for one env's observation."""
+
+    def __init__(self, policy: ColumnTrunk) -> None:
+        self.policy = policy
+
+    def __call__(self, observation: dict[str, np.ndarray], info: dict) -> int:
+        batch = {k: np.asarray(v)[None] for k, v in observation.items()}
+        built, target, progress, allowed = _tensors(batch, np.asarray(info["action_mask"])[None])
+        with torch.no_grad():
+            return int(self.policy.act(built, target, progress, allowed, greedy=True)[0][0])
+
+
 def evaluate_lean(policy: ColumnTrunk, env_kwargs: dict[str, Any], episodes: int, seed: int = 10_000) -> dict[str, Any]:
     """Greedy (the head's most likely allowed choice) episodes on the test split: mean final fidelity, colour
     fidelity and the share of valid builds (one component), and each episode's fidelity."""
@@ -276,7 +328,7 @@ def evaluate_lean(policy: ColumnTrunk, env_kwargs: dict[str, Any], episodes: int
     }
 
 
-def _plot(curve: list[dict[str, Any]], path: Path) -> None:
+def _plot(curve: list[dict[str, Any]], path: Path, title: str = "BrickGym/FidelityLattice-v0") -> None:
     """Episode return and final fidelity of training episodes against wall-clock seconds."""
     import matplotlib
 
@@ -290,7 +342,7 @@ def _plot(curve: list[dict[str, Any]], path: Path) -> None:
         ax.plot(secs, [p["return"] for p in points], label="episode return")
         ax.plot(secs, [p.get("reward_terms/fidelity", np.nan) for p in points], label="final fidelity")
     ax.set_xlabel("wall-clock seconds")
-    ax.set_title("lean PPO on BrickGym/FidelityLattice-v0")
+    ax.set_title(f"lean PPO on {title}")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
