@@ -174,14 +174,18 @@ def candidate_policy() -> type:
 
 
 def policy_for(env_id: str, env_kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """(policy, policy_kwargs) for an env: the pointer policy when its observation lists candidates."""
+    """(policy, policy_kwargs) for an env: the pointer policy when its observation lists candidates, SB3's own
+    multi-input policy when it has no piece set (the lattice levels' voxel grids), else this module's extractor."""
     import brick_gym.envs  # noqa: F401
 
     probe = gym.make(env_id, **env_kwargs)
     try:
         has_candidates = "candidates" in probe.observation_space.spaces
+        has_pieces = "pieces" in probe.observation_space.spaces
     finally:
         probe.close()
+    if not has_pieces:
+        return "MultiInputPolicy", {}
     kwargs: dict[str, Any] = {"features_extractor_class": dict_features_extractor()}
     if has_candidates:
         kwargs["net_arch"] = {"pi": [], "vf": [64, 64]}

@@ -75,6 +75,8 @@ class LatticeLevelEnv(FidelityLatticeEnv):
         self.log_all = log_terms == "all"
         self.task: EnvTask | None = None
         self.assembly = Assembly()
+        self.report: dict[str, Any] | None = None
+        self.term_sums: dict[str, float] = {}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         """Draw a task of the split (``options["task"]``: play this one) and start from its base plate."""
@@ -84,6 +86,7 @@ class LatticeLevelEnv(FidelityLatticeEnv):
         start = self.assembly.add(*self.task.start)
         if not start.ok:
             raise ValueError(f"task {self.task.name!r}: start piece refused: {start.message}")
+        self.report, self.term_sums = None, {}
         return obs, info
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
@@ -92,17 +95,33 @@ class LatticeLevelEnv(FidelityLatticeEnv):
         legal = 0 <= action < self.vector.stop_action and bool(self.vector.masks[0, action])
         placement = self.placement(action) if legal else None
         obs, reward, terminated, truncated, info = super().step(action)
+        for term, value in info["reward_terms"].items():
+            self.term_sums[term] = self.term_sums.get(term, 0.0) + float(value)
         if info["outcome"] == "placed":
             outcome = self.assembly.place(placement)  # type: ignore[arg-type]
             if not outcome.ok:  # the lattice and the exact path disagree: never score such a build
                 raise RuntimeError(f"lattice placement {placement} refused on the exact path: {outcome.message}")
         if terminated or truncated:
-            info["report"] = check(self.assembly).to_json()
+            info["report"] = self.report = check(self.assembly).to_json()
             if self.log_all:
                 shape, colour = self.vector.fidelities()
                 info["reward_terms"] = {**info["reward_terms"], "fidelity": float(shape[0]),
                                         "fidelity_colour": float(colour[0])}  # fmt: skip
         return obs, reward, terminated, truncated, info
+
+    def episode_stats(self) -> dict[str, Any]:
+        """Per-episode statistics under the exact path's names (what the stats wrapper writes to ``stats.jsonl``)."""
+        report = self.report
+        return {
+            "task": None if self.task is None else self.task.name,
+            "pieces": len(self.assembly),
+            "valid": None if report is None else report["valid"],
+            "issues": None if report is None else sorted({i["kind"] for i in report["issues"]}),
+            "reward_terms": {k: round(v, 6) for k, v in self.term_sums.items()},
+            "steps": int(self.vector.steps[0]),
+            "return": round(float(self.vector.returns[0]), 6),
+            "invalid_actions": int(self.vector.invalids[0]),
+        }
 
 
 __all__ = ["CACHE", "LatticeLevelEnv", "LevelTasks", "lattice_vector"]

@@ -88,3 +88,19 @@ def test_a_baseline_evaluates_on_the_level_through_the_suites_protocol() -> None
     assert result["level"] == LEVEL and len(result["episodes"]) == 3
     assert all(e["fidelity"] is not None and e["valid"] is not None for e in result["episodes"])
     assert 0.0 <= result["score"] <= 1.0
+
+
+def test_episode_stats_name_the_task_the_verdict_and_the_summed_terms() -> None:
+    env = make(LEVEL, "test")
+    _, info = env.reset(seed=0)
+    total, done = 0.0, False
+    while not done:
+        allowed = np.flatnonzero(info["action_mask"][:-1])
+        _, reward, terminated, truncated, info = env.step(int(allowed[0]) if len(allowed) else len(allowed))
+        total, done = total + reward, terminated or truncated
+    stats = env.episode_stats()
+    assert stats["task"] == env.task.name and stats["pieces"] == len(env.assembly)
+    assert stats["valid"] == info["report"]["valid"] and stats["return"] == pytest.approx(total)
+    assert sum(stats["reward_terms"].get(k, 0.0) for k in ("fidelity_delta", "fidelity_colour_delta")) == pytest.approx(
+        total, abs=1e-5
+    )

@@ -16,13 +16,15 @@ import numpy as np
 import pytest
 
 from brick_gym.suite import evaluate, level, levels, make
-from brick_gym.suite.protocol import family_of
 from brick_gym.suite.baselines import FirstLegal, RandomMasked
+from brick_gym.suite.protocol import family_of
 
 EPISODES = 3
 BENCHMARK = levels(track="benchmark")
 FIDELITY = [
-    lid for lid in BENCHMARK if level(lid).score.metric not in ("reach", "vqa") and level(lid).env["encoding"] == "staged"
+    lid
+    for lid in BENCHMARK
+    if level(lid).score.metric not in ("reach", "vqa") and level(lid).env["encoding"] == "staged"
 ]
 """The levels with a shape to copy (goal levels have none: their target is a place to reach, so it cannot hand
 over a plan; stacking upwards, what the first legal action does, is simply part of reaching there; the prompt level
@@ -65,7 +67,8 @@ def test_a_columns_levels_actions_and_masks_do_not_depend_on_the_target(lid: str
     first, second = next(ts[:2] for ts in by_base.values() if len(ts) >= 2)
     assert first.target_voxels != second.target_voxels
     envs = [make(lid, "test"), make(lid, "test")]
-    (obs_a, info_a), (obs_b, info_b) = (env.reset(seed=0, options={"task": t}) for env, t in zip(envs, (first, second)))
+    obs_a, info_a = envs[0].reset(seed=0, options={"task": first})
+    obs_b, info_b = envs[1].reset(seed=0, options={"task": second})
     rng = np.random.default_rng(0)
     for _ in range(20):
         assert np.array_equal(info_a["action_mask"], info_b["action_mask"])

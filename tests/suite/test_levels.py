@@ -93,4 +93,4 @@ def test_the_lattice_sizes_a_level_file_may_name_are_the_ones_the_lattice_env_ho
     from brick_gym.envs.lattice_env import HEIGHTS
     from brick_gym.suite.levels import LATTICE_SIZES
 
-    assert LATTICE_SIZES == tuple(HEIGHTS)
+    assert tuple(HEIGHTS) == LATTICE_SIZES
