@@ -10,8 +10,10 @@ tall for small targets, 80 for medium). Actions follow an encoding given to the 
 its footprint and attaches by a hole over a free stud), with exact masks kept incrementally by the lattice
 kernels. Reward terms and weights are ``Fidelity-v0``'s (:data:`~brick_gym.envs.registry.FIDELITY_REWARDS`):
 the fidelity terms are the frame IoU of ``TargetProgress``; validity on the lattice is one component without
-collisions (every placement attaches and is collision-checked); the exact path replays any episode to the same
-pieces, joints and verdicts (tested).
+collisions (every placement attaches and is collision-checked). BrickBench's drop test is not run here: a build
+that overhangs its base plate can still topple (a suite level on the lattice core mirrors every episode on the
+exact path and gates on the full check: :mod:`brick_gym.suite.lattice_level`). The exact path replays any episode
+to the same pieces, joints, fidelity and every verdict but the drop test's (tested).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The batched lattice env: registration, a batch equal to single envs, incremental masks equal to a full
-recompute, and lattice episodes replayed on the exact path to the same pieces, joints, fidelity and verdict."""
+recompute, and lattice episodes replayed on the exact path to the same pieces, joints, fidelity and verdict (all
+but the drop test's, which the lattice does not run)."""
 
 from __future__ import annotations
 
@@ -113,5 +114,6 @@ def test_lattice_episodes_replay_on_the_exact_path_to_the_same_verdicts() -> Non
         progress.sync(exact)
         assert info["reward_terms"]["fidelity"] == pytest.approx(progress.shape_iou)
         assert info["reward_terms"]["fidelity_colour"] == pytest.approx(progress.colour_iou)
-        assert info["reward_terms"]["validity"] == float(check(exact).valid)
+        beside_drop_test = [i for i in check(exact).issues if i.kind != "unstable"]  # the lattice runs no drop test
+        assert info["reward_terms"]["validity"] == float(not beside_drop_test)
         assert env.vector.batch.joint_count(0) == len(exact.joints)
