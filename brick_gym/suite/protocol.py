@@ -89,31 +89,34 @@ def make(
     ``judge``: a judged level's judge (a spec or a backend; default the level file's). Keywords go to
     :class:`~brick_gym.envs.BrickAssemblyEnv` (``render_mode``, ``log_terms``)."""
     lvl = level(name)
+    env = _level_env(lvl, split, judge, **kw)
+    if seed is not None:
+        env.reset(seed=seed)
+    return env
+
+
+def _level_env(lvl: Level, split: str, judge: str | JudgeBackend | None, **kw: Any) -> Any:
+    """:func:`make`'s env before its first reset: the turn-taking view of a multi-builder level, the lattice face
+    of a ``columns`` level, else the exact-path env (with a plans or prompt observation where the level says)."""
     if lvl.multi is not None:
         from brick_gym.envs.turn_taking import TurnTakingEnv
 
-        env: Any = TurnTakingEnv(_multi_builder(lvl, split, **kw))
-        if seed is not None:
-            env.reset(seed=seed)
-        return env
+        return TurnTakingEnv(_multi_builder(lvl, split, **kw))
     family = family_of(lvl)
     if lvl.env["encoding"] == "columns":
         from brick_gym.suite.lattice_level import LatticeLevelEnv
 
-        env = LatticeLevelEnv(lvl, split, family, level_rewards(lvl, judge), **kw)  # type: ignore[arg-type]
-        if seed is not None:
-            env.reset(seed=seed)
-        return env
+        return LatticeLevelEnv(lvl, split, family, level_rewards(lvl, judge), **kw)  # type: ignore[arg-type]
     config = EnvConfig(**lvl.env, target_colours=lvl.observation == "voxels")
-    env = BrickAssemblyEnv(SplitTasks(family, lvl.seeds(split)), config=config, rewards=level_rewards(lvl, judge), **kw)
+    env: Any = BrickAssemblyEnv(
+        SplitTasks(family, lvl.seeds(split)), config=config, rewards=level_rewards(lvl, judge), **kw
+    )
     if lvl.observation == "plans":
         from brick_gym.suite.plans import PlanObservation
 
-        env = PlanObservation(env, int(lvl.extras.get("plan_size", 80)))
-    elif lvl.observation == "prompt":
-        env = PromptObservation(env, int(lvl.extras.get("prompt_length", 256)))
-    if seed is not None:
-        env.reset(seed=seed)
+        return PlanObservation(env, int(lvl.extras.get("plan_size", 80)))
+    if lvl.observation == "prompt":
+        return PromptObservation(env, int(lvl.extras.get("prompt_length", 256)))
     return env
 
 
