@@ -89,18 +89,3 @@ def test_a_seed_fixes_the_run(tmp_path: Path, head: str) -> None:
 def test_an_unknown_head_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="head"):
         train_lean(LeanConfig(total_steps=16, num_envs=1, rollout=16, head="sparse", out_dir=str(tmp_path)))
-
-
-def test_a_run_on_a_lattice_level_trains_on_its_split_and_is_scored_by_the_suite(tmp_path: Path) -> None:
-    config = LeanConfig(total_steps=64, num_envs=2, rollout=16, width=8, eval_episodes=2, out_dir=str(tmp_path),
-                        level="fidelity-small-columns")  # fmt: skip
-    result = train_lean(config)
-    scored = json.loads((tmp_path / "suite-result.json").read_text())
-    assert scored["level"] == "fidelity-small-columns" and scored["policy"] == "lean-ppo"
-    assert scored["timesteps_trained"] == result["env_steps"] == 64 and len(scored["episodes"]) == 2
-    assert result["eval"]["score"] == scored["score"] and result["eval"]["level"] == "fidelity-small-columns"
-
-
-def test_a_level_off_the_lattice_core_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="lattice core"):
-        train_lean(LeanConfig(total_steps=16, num_envs=1, rollout=16, level="fidelity-small", out_dir=str(tmp_path)))

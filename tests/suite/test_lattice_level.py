@@ -104,3 +104,20 @@ def test_episode_stats_name_the_task_the_verdict_and_the_summed_terms() -> None:
     assert sum(stats["reward_terms"].get(k, 0.0) for k in ("fidelity_delta", "fidelity_colour_delta")) == pytest.approx(
         total, abs=1e-5
     )
+
+
+def test_the_lean_trainer_trains_on_the_levels_split_and_is_scored_by_the_suite(tmp_path) -> None:
+    import json
+
+    from brick_gym.rl.lean import LeanConfig
+    from brick_gym.suite.lean import main, train_on_level
+
+    config = LeanConfig(total_steps=64, num_envs=2, rollout=16, width=8, eval_episodes=2, out_dir=str(tmp_path))
+    result = train_on_level(LEVEL, config)
+    scored = json.loads((tmp_path / "suite-result.json").read_text())
+    assert scored["level"] == LEVEL and scored["policy"] == "lean-ppo" and scored["baseline_seed"] == 0
+    assert scored["timesteps_trained"] == result["env_steps"] == 64 and len(scored["episodes"]) == 2
+    assert result["eval"]["score"] == scored["score"] and result["config"]["level"] == LEVEL
+    with pytest.raises(ValueError, match="lattice core"):
+        train_on_level("fidelity-small", config)
+    assert main(["fidelity-small", "--steps", "16", "--out", str(tmp_path / "x")]) == 2

@@ -7,9 +7,8 @@ Every finished training episode's sum of each reward term is logged (``train/rew
 trainer's names) with the return, fidelity and throughput against ``global_step``; ``result.json``, ``curve.json``
 (figures against wall-clock seconds), ``curve.png`` and the policy's weights go to the run folder.
 
-With ``level`` (a suite level on the lattice core, e.g. ``fidelity-small-columns``) the run trains on the level's
-train split with its rewards and budgets, and is scored by the suite's own evaluation on the level's test seeds
-(``suite-result.json``, the result file ``brick-gym suite report`` reads).
+``env`` and ``score`` let a caller train on other tasks and score the result its own way: a suite level on the
+lattice core does so (:mod:`brick_gym.suite.lean`).
 """
 
 from __future__ import annotations
@@ -62,9 +61,10 @@ class LeanConfig:
     """Fixed, for reproducible numbers: torch's default (a thread per core) oversubscribes shared cores."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     eval_episodes: int = 20
-    """Greedy episodes on the test split after training (0: none; with ``level``, its evaluation's episodes)."""
+    """Greedy episodes on the test split after training (0: none; on a level, its evaluation's episodes)."""
     level: str | None = None
-    """A suite level played on the lattice core to train and be scored on (None: ``FidelityLattice-v0``'s tasks)."""
+    """The suite level the run trains on, as recorded (set by :mod:`brick_gym.suite.lean`; None:
+    ``FidelityLattice-v0``'s tasks)."""
     out_dir: str = "runs/lean"
     wandb: str = "disabled"
     """wandb mode: ``disabled``, ``offline``, ``online`` or ``auto`` (online when logged in)."""
@@ -87,7 +87,17 @@ def make_policy(env: FidelityLatticeVectorEnv, width: int, head: str = "factored
     return HEADS[head]((x, z), height, len(env.palette_part), len(env.batch.colours), width)
 
 
-def train_lean(config: LeanConfig, log: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+Scorer = Callable[[ColumnTrunk, int, Path], dict[str, Any]]
+"""Scores a trained policy after ``steps`` env steps, given the run folder; returns ``result.json``'s ``eval``."""
+
+
+def train_lean(
+    config: LeanConfig,
+    log: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    env: FidelityLatticeVectorEnv | None = None,
+    score: Scorer | None = None,
+) -> dict[str, Any]:
     """Train, evaluate on the test split and write the run folder; returns ``result.json``'s content. ``log`` gets
     each update's figures (the command line prints them)."""
     from brick_gym.rl.wandb_log import WandbRun, detect_wandb_mode
@@ -99,7 +109,8 @@ def train_lean(config: LeanConfig, log: Callable[[dict[str, Any]], None] | None 
     out.mkdir(parents=True, exist_ok=True)
     if config.head not in HEADS:
         raise ValueError(f"head {config.head!r} is not one of {sorted(HEADS)}")
-    env = _training_env(config)
+    if env is None:
+        env = FidelityLatticeVectorEnv(config.num_envs, **{"split": "train", **config.env_kwargs})
     policy = make_policy(env, config.width, config.head)
     optimiser = torch.optim.Adam(policy.parameters(), lr=config.learning_rate, eps=1e-5)
     run = WandbRun(detect_wandb_mode(config.wandb), out, config=asdict(config), name=f"lean-ppo-seed{config.seed}")
@@ -126,7 +137,7 @@ def train_lean(config: LeanConfig, log: Callable[[dict[str, Any]], None] | None 
             log({"update": update + 1, "updates": updates, **point})
     seconds = time.perf_counter() - start
     torch.save(policy.state_dict(), out / "policy.pt")
-    evaluation = _evaluation(policy, config, steps, out)
+    evaluation = _evaluation(policy, config, steps, out, score)
     if evaluation is not None:
         run.log({"global_step": steps, **{f"eval/{k}": v for k, v in evaluation.items() if k != "per_episode"}})
     result = {
@@ -253,38 +264,13 @@ def _update(policy: ColumnTrunk, optimiser: torch.optim.Optimizer, batch: dict[s
     return stats
 
 
-def _training_env(config: LeanConfig) -> FidelityLatticeVectorEnv:
-    """The batched env a run trains on: the level's train split, or ``FidelityLattice-v0``'s with ``env_kwargs``."""
-    if config.level is None:
-        return FidelityLatticeVectorEnv(config.num_envs, **{"split": "train", **config.env_kwargs})
-    from brick_gym.suite import level, make_vec
-
-    if level(config.level).env["encoding"] != "columns":
-        raise ValueError(f"level {config.level!r} is not played on the lattice core (its encoding is not columns)")
-    return make_vec(config.level, config.num_envs, "train")
-
-
-def _evaluation(policy: ColumnTrunk, config: LeanConfig, steps: int, out: Path) -> dict[str, Any] | None:
-    """After training: greedy episodes on the test split; on a level, its own evaluation (its result file goes to
-    ``suite-result.json``) summarised."""
+def _evaluation(policy: ColumnTrunk, config: LeanConfig, steps: int, out: Path, score: Scorer | None) -> Any:
+    """After training: ``score`` (e.g. a suite level's evaluation), else greedy episodes on the test split."""
     if not config.eval_episodes:
         return None
-    if config.level is None:
-        return evaluate_lean(policy, config.env_kwargs, config.eval_episodes, seed=10_000)
-    from brick_gym.suite import evaluate, level
-
-    episodes = min(config.eval_episodes, level(config.level).episodes)
-    result = evaluate(LeanActor(policy), config.level, episodes, policy_name="lean-ppo", timesteps_trained=steps)
-    atomic_write_json(out / "suite-result.json", result)
-    episodes_run = result["episodes"]
-    return {
-        "level": config.level,
-        "episodes": len(episodes_run),
-        "score": result["score"],
-        "raw_mean": result["raw_mean"],
-        "fidelity": round(float(np.mean([e["fidelity"] for e in episodes_run])), 4),
-        "valid_rate": round(float(np.mean([bool(e["valid"]) for e in episodes_run])), 4),
-    }
+    if score is not None:
+        return score(policy, steps, out)
+    return evaluate_lean(policy, config.env_kwargs, config.eval_episodes, seed=10_000)
 
 
 class LeanActor:
