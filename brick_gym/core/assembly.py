@@ -496,13 +496,15 @@ class Assembly:
 
     def _check_collision(self, candidate: Piece, explain: bool = True) -> Outcome | None:
         stem, pose = candidate.part.stem, candidate.pose
-        hits = self._collisions.colliding(stem, pose) if len(self._collisions) else []
-        lattice = candidate.lattice
+        lattice, enclosure = candidate.lattice, candidate.enclosure
+        enclosed = None if enclosure is None else enclosure[1]  # what it cannot reach out of (``occupancy``)
+        hits = self._collisions.colliding(stem, pose, enclosed) if len(self._collisions) else []
         if lattice is not None:
             cells = lattice[1]  # a box part on the lattice: its cells decide against the other box parts
             hits = sorted({*hits, *self._cells.blocking(cells)})
         elif len(self._cells):  # box parts near it go to the narrow phase like any other piece
-            near = self._cells.blocking(studs_reach(range_of_bounds(*world_aabb(stem, pose))))
+            reach = enclosed if enclosed is not None else studs_reach(range_of_bounds(*world_aabb(stem, pose)))
+            near = self._cells.blocking(reach)
             if near:
                 others = [self.pieces[p] for p in near]
                 verdicts = pair_verdicts(
@@ -562,11 +564,13 @@ class Assembly:
         ]
 
     def _lattice_rule(self, piece: Piece) -> tuple[int, Range, LatticeConnectors] | None:
-        """(quarter turns, cells, connector table) when the piece follows the lattice joint rule, else None."""
-        if not self.strict or piece.lattice is None:
+        """(quarter turns, cells, connector table) when the piece follows the lattice joint rule (a box part, or a
+        thin one such as a base plate, on the lattice), else None."""
+        placed = piece.lattice if piece.lattice is not None else piece.slab
+        if not self.strict or placed is None:
             return None
         table = lattice_connectors(piece.part.stem)
-        return None if table is None else (*piece.lattice, table)
+        return None if table is None else (*placed, table)
 
     def _lattice_pairs(
         self, pid: int, q: int, cells: Range, table: LatticeConnectors

@@ -11,7 +11,11 @@ cell boxes share a cell" is the same verdict as "their collision meshes intersec
 random placements checks it against fcl. Any other piece (slopes, round parts, Technic, parts off the lattice)
 keeps the fcl narrow phase, with this grid as one of its broad phases. A *contained* part (``contained_shape``:
 box parts, and slopes or round parts that stay inside their cells, studs aside, and take a stud under every cell)
-cannot collide with anything whose cells miss its box: what candidate lists use to skip dry runs.
+cannot collide with anything whose cells miss its box: what candidate lists use to skip dry runs. A *thin*
+part (``slab_shape``: base plates, half a plate tall, studs on top and a flat underside) lies in one layer of
+cells without filling it. Contained and thin parts whose top studs stand on the column centres are *enclosed*
+(``enclosure_shape``): two enclosed pieces whose cells miss each other cannot collide, so the assembly's
+collision check clears such pairs without the narrow phase.
 """
 
 from __future__ import annotations
@@ -147,6 +151,39 @@ def contained_shape(stem: str) -> BoxShape | None:
     """The cell box of a part that stays inside it (studs on top aside) and takes a stud under every cell of its
     underside, solid or not (box parts, and slopes such as 3039), else None. Such a part cannot collide with
     anything whose cells, studs aside, miss its box. Cached per part."""
+    return _enclosing_shape(stem, thin=False)
+
+
+@cache
+def slab_shape(stem: str) -> BoxShape | None:
+    """The one layer of cells enclosing a part thinner than a plate (base plates such as 3811: 4 LDU, studs on
+    top, a flat underside that takes studs from below), else None. Not a box part (it fills half its cells);
+    like a contained part it cannot collide with anything whose cells, studs aside, miss its box."""
+    return _enclosing_shape(stem, thin=True)
+
+
+@cache
+def enclosure_shape(stem: str) -> BoxShape | None:
+    """The box of a contained or thin part whose top studs all stand on column centres, else None: two such
+    pieces whose cells miss each other cannot collide (each one's studs go into the other's stud-taking
+    underside). What lets ``Assembly`` skip the narrow phase for such pairs. Cached per part."""
+    from brick_gym.core.catalog import catalog
+
+    shape = contained_shape(stem) or slab_shape(stem)
+    if shape is None:
+        return None
+    (lx, _, lz), _ = shape.turned[0]
+    for c in catalog().resolve(stem).connectors:
+        x, y, z = c.frame[:3, 3]
+        if c.group == "stud" and abs(y) <= 1e-6:
+            di, dk = (x - lx) / PITCH[0] - 0.5, (z - lz) / PITCH[2] - 0.5
+            if abs(di - round(di)) > 1e-9 or abs(dk - round(dk)) > 1e-9:
+                return None
+    return shape
+
+
+def _enclosing_shape(stem: str, *, thin: bool) -> BoxShape | None:
+    """:func:`contained_shape` (``thin=False``) or :func:`slab_shape` (``thin=True``) of a part."""
     from brick_gym.core.catalog import catalog
     from brick_gym.core.meshes import MeshUnavailable, collision_mesh
 
@@ -155,7 +192,7 @@ def contained_shape(stem: str) -> BoxShape | None:
         part = catalog().resolve(stem)
     except (MeshUnavailable, LookupError):
         return None
-    nominal = _nominal_box(mesh.bounds)
+    nominal = _nominal_box(mesh.bounds, thin=thin)
     if nominal is None or not _inside_box_and_studs(mesh.vertices, nominal, part):
         return None
     if not _takes_studs_below(stem, nominal):
@@ -178,13 +215,21 @@ def _nominal(shape: BoxShape) -> tuple[np.ndarray, np.ndarray]:
     return np.array([x0, -up1, z0]), np.array([x1, -up0, z1])
 
 
-def _nominal_box(bounds: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
-    """The whole-cell box (LDraw frame, top face at y = 0) whose 0.5 LDU inset the mesh bounds are, or None."""
+def _nominal_box(
+    bounds: tuple[np.ndarray, np.ndarray], *, thin: bool = False
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The whole-cell box (LDraw frame, top face at y = 0) whose 0.5 LDU inset the mesh bounds are, or None.
+    ``thin``: the mesh's underside sits within a plate of the top face instead (one layer, bottom at 8 LDU)."""
     lo, hi = bounds
     x0, x1 = round(lo[0] / 10) * 10.0, round(hi[0] / 10) * 10.0
     z0, z1 = round(lo[2] / 10) * 10.0, round(hi[2] / 10) * 10.0
-    bottom = round(hi[1] / 8) * 8.0
-    insets = (lo[0] - x0, x1 - hi[0], lo[2] - z0, z1 - hi[2], bottom - hi[1])
+    if thin:
+        bottom = 8.0
+        if not 0.0 < hi[1] < bottom - 1.0:
+            return None
+    else:
+        bottom = round(hi[1] / 8) * 8.0
+    insets = (lo[0] - x0, x1 - hi[0], lo[2] - z0, z1 - hi[2], bottom - hi[1] if not thin else 0.5)
     if max(abs(d - 0.5) for d in insets) > 0.3 or bottom <= 0:
         return None
     if (x1 - x0) % 20 or (z1 - z0) % 20 or bottom % 8 or lo[1] < -4.1:
@@ -285,10 +330,11 @@ class LatticeConnectors:
 
 @cache
 def lattice_connectors(stem: str) -> LatticeConnectors | None:
-    """The lattice joint table of a box part, or None when its connectors do not follow the lattice rule."""
+    """The lattice joint table of a box or thin part (``slab_shape``: its studs only), or None when its
+    connectors do not follow the lattice rule."""
     from brick_gym.core.catalog import catalog
 
-    shape = box_shape(stem)
+    shape = box_shape(stem) or slab_shape(stem)
     if shape is None:
         return None
     part = catalog().resolve(stem)
@@ -392,9 +438,12 @@ __all__ = [
     "box_shape",
     "cell_range",
     "cells",
+    "contained_shape",
+    "enclosure_shape",
     "lattice_connectors",
     "lattice_place",
     "quarter_turns",
     "range_of_bounds",
+    "slab_shape",
     "studs_reach",
 ]

@@ -19,7 +19,7 @@ from brick_gym.core import connectors as cx
 from brick_gym.core import joints as jx
 from brick_gym.core.catalog import Connector, Part
 from brick_gym.core.colours import UnknownColour, colour
-from brick_gym.core.occupancy import Range, box_shape, lattice_place
+from brick_gym.core.occupancy import Range, box_shape, enclosure_shape, lattice_place, slab_shape
 
 __all__ = [
     "REASONS",
@@ -105,6 +105,22 @@ class Piece:
     def lattice(self) -> tuple[int, Range] | None:
         """(quarter turns, cells) of a box part on the lattice (``occupancy``), else None."""
         shape = box_shape(self.part.stem)
+        return None if shape is None else lattice_place(shape, self.pose)
+
+    @cached_property
+    def enclosure(self) -> tuple[int, Range] | None:
+        """(quarter turns, cells) of an enclosed part on the lattice (``occupancy.enclosure_shape``: box parts,
+        slopes, round plates, base plates), else None: no other enclosed piece whose cells miss these can
+        collide with it."""
+        shape = enclosure_shape(self.part.stem)
+        return None if shape is None else lattice_place(shape, self.pose)
+
+    @cached_property
+    def slab(self) -> tuple[int, Range] | None:
+        """(quarter turns, the layer of cells it lies in) of a thin part such as a base plate on the lattice
+        (``occupancy.slab_shape``), else None. Its top studs follow the lattice joint rule; its collisions stay
+        with the narrow phase."""
+        shape = slab_shape(self.part.stem)
         return None if shape is None else lattice_place(shape, self.pose)
 
     @property

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from brick_gym.core import collision
 from brick_gym.core import connectors as cx
 from brick_gym.core.assembly import Assembly, joints_from_scratch
 from brick_gym.core.catalog import part
@@ -25,10 +26,12 @@ from brick_gym.core.occupancy import (
     cell_range,
     cell_ranges,
     contained_shape,
+    enclosure_shape,
     lattice_connectors,
     lattice_place,
     quarter_turns,
     range_of_bounds,
+    slab_shape,
     studs_reach,
 )
 from brick_gym.core.pieces import ConnectorRef, Placement
@@ -69,6 +72,26 @@ def test_boxes_and_slopes_sit_inside_their_cells(stem: str) -> None:
 @pytest.mark.parametrize("stem", ("3665", "3062b", "3700", "2780"))
 def test_inverted_slopes_technic_and_parts_without_studs_below_are_not_contained(stem: str) -> None:
     assert contained_shape(stem) is None
+
+
+@pytest.mark.parametrize("stem", ("3811", "3865", "3867", "4186"))
+def test_base_plates_are_thin_parts_in_one_layer_of_cells(stem: str) -> None:
+    shape = slab_shape(stem)
+    assert shape is not None and box_shape(stem) is None and contained_shape(stem) is None
+    assert enclosure_shape(stem) is shape
+    (_, low, _), (_, high, _) = shape.turned[0]
+    assert (low, high) == (-8.0, 0.0)  # half a plate thick: the layer under the top face
+    assert lattice_place(shape, np.eye(4)) is not None
+
+
+@pytest.mark.parametrize("stem", ("3001", "3024", "3958", "3039", "4073", "3062b"))
+def test_bricks_plates_slopes_and_rounds_are_not_thin(stem: str) -> None:
+    assert slab_shape(stem) is None
+
+
+def test_a_part_with_a_stud_off_the_column_centres_is_not_enclosed() -> None:
+    assert enclosure_shape("3040") is not None and enclosure_shape("3062b") is None
+    assert all(enclosure_shape(s) is contained_shape(s) for s in BOXES + CONTAINED if s != "3958")
 
 
 def test_cells_of_a_brick_in_every_quarter_turn() -> None:
@@ -146,6 +169,8 @@ def test_lattice_connector_tables_find_every_stud_and_hole() -> None:
     table = lattice_connectors("3001")
     assert table is not None and len(table.studs[0]) == 8 and len(table.holes[0]) == 8
     assert lattice_connectors("3039") is None  # not a box
+    base = lattice_connectors("3811")  # a thin part: its top studs only
+    assert base is not None and len(base.studs[0]) == 1024 and base.holes[0] == ()
 
 
 def _fcl_collides(assembly: Assembly, stem: str, where: np.ndarray) -> bool:
@@ -168,14 +193,21 @@ def _fcl_collides(assembly: Assembly, stem: str, where: np.ndarray) -> bool:
 
 
 def _grow(
-    a: Assembly | None, rng: np.random.Generator, palette: tuple[str, ...], limit: int, *, strict: bool
+    a: Assembly | None,
+    rng: np.random.Generator,
+    palette: tuple[str, ...],
+    limit: int,
+    *,
+    strict: bool,
+    base: str = "3958",
 ) -> tuple[Assembly, Placement | None, np.ndarray | None]:
-    """The scene to grow (``a``, or a new one on a base plate past ``limit`` pieces: many shapes of neighbourhood,
-    not one huge model), a random part of ``palette`` by a random mating source and yaw at one of its free
-    connectors (None when that part has no source mating it), and the pose it gives (None when unresolvable)."""
+    """The scene to grow (``a``, or a new one on a ``base`` plate past ``limit`` pieces: many shapes of
+    neighbourhood, not one huge model), a random part of ``palette`` by a random mating source and yaw at one of
+    its free connectors (None when that part has no source mating it), and the pose it gives (None when
+    unresolvable)."""
     if a is None or len(a) > limit:
         a = Assembly(name="scene", strict=strict)
-        a.add("3958", "red")
+        a.add(base, "red")
     free = a.free_connectors()
     target = free[int(rng.integers(len(free)))]
     t_conn = a[target.piece].part.connector(target.group, target.index)
@@ -188,13 +220,15 @@ def _grow(
     return a, placement, a.pose_for(placement)
 
 
-def agreement(seed: int, placements: int, palette: tuple[str, ...] = MIXED) -> tuple[int, int, list[str]]:
+def agreement(
+    seed: int, placements: int, palette: tuple[str, ...] = MIXED, base: str = "3958"
+) -> tuple[int, int, list[str]]:
     """(placements compared, of them on the grid path, disagreements) over random connector placements."""
     rng = np.random.default_rng(seed)
     compared, on_grid, bad = 0, 0, []
     a = None
     while compared < placements:
-        a, placement, where = _grow(a, rng, palette, 60, strict=True)
+        a, placement, where = _grow(a, rng, palette, 60, strict=True, base=base)
         if placement is None or where is None:
             continue
         stem, target = str(placement.part), placement.target
@@ -266,21 +300,46 @@ def test_grid_verdicts_equal_fcl_on_random_placements() -> None:
     assert on_grid > compared // 3  # the grid path is really exercised
 
 
+def test_verdicts_on_a_base_plate_beside_slopes_and_rounds_equal_fcl() -> None:
+    """Two enclosed pieces (box parts, slopes, round plates, base plates) whose cells miss each other are
+    cleared without the narrow phase (``CollisionIndex.colliding``); every verdict still equals plain fcl's."""
+    compared, on_grid, bad = agreement(1, 3000, MIXED + CONTAINED, base="3865")
+    assert bad == []
+    assert on_grid > compared // 4
+
+
+def test_bricks_and_slopes_on_a_base_plate_need_no_narrow_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    a = Assembly()
+    a.add("3811", "green")
+    calls: list[str] = []
+    monkeypatch.setattr(collision, "_narrow_phase", lambda *args: calls.append(args[0]) or False)
+    for i in range(0, 512, 7):
+        assert a.attach("brick 1x1", "red", to=a[0].stud[i], by=("hole", 0)).ok
+    for i in range(576, 1024, 4):  # 1×2 slopes, each on its own two columns
+        assert a.attach("3040", "blue", to=a[0].stud[i]).ok
+    assert calls == []
+    assert len(a) == 1 + 74 + 112
+    assert joints_from_scratch(a.pieces) == a.joints
+
+
 @pytest.mark.slow
 def test_grid_verdicts_equal_fcl_on_100k_random_placements() -> None:
     total, bad = 0, []
-    for seed in range(10):
-        compared, _, wrong = agreement(100 + seed, 10_000)
+    for seed in range(10):  # odd seeds: scenes on a base plate, with slopes and round plates among the parts
+        on_base_plate = seed % 2 == 1
+        compared, _, wrong = agreement(
+            100 + seed, 10_000, MIXED + CONTAINED if on_base_plate else MIXED, "3865" if on_base_plate else "3958"
+        )
         total += compared
         bad += wrong
     assert total >= 100_000 and bad == []
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_lattice_joints_equal_joints_found_from_scratch(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "base"), [(0, "3958"), (1, "3958"), (2, "3958"), (0, "3865"), (1, "3811")])
+def test_lattice_joints_equal_joints_found_from_scratch(seed: int, base: str) -> None:
     rng = np.random.default_rng(seed)
     a = Assembly()
-    a.add("3958", "red")
+    a.add(base, "red")
     for _ in range(150):
         free = a.free_connectors()
         target = free[int(rng.integers(len(free)))]
@@ -294,7 +353,7 @@ def test_lattice_joints_equal_joints_found_from_scratch(seed: int) -> None:
             a.remove(int(rng.choice(sorted(a.pieces)[1:])))
         if rng.random() < 0.05:
             a.undo()
-    assert len(a._lattice_ids) > 20
+    assert len(a._lattice_ids) > 20 and 0 in a._lattice_ids  # the base plate too
     assert consistency_errors(a) == []
     assert joints_from_scratch(a.pieces) == a.joints
     twin = pickle.loads(pickle.dumps(a))
