@@ -215,9 +215,7 @@ def _nominal(shape: BoxShape) -> tuple[np.ndarray, np.ndarray]:
     return np.array([x0, -up1, z0]), np.array([x1, -up0, z1])
 
 
-def _nominal_box(
-    bounds: tuple[np.ndarray, np.ndarray], *, thin: bool = False
-) -> tuple[np.ndarray, np.ndarray] | None:
+def _nominal_box(bounds: tuple[np.ndarray, np.ndarray], *, thin: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
     """The whole-cell box (LDraw frame, top face at y = 0) whose 0.5 LDU inset the mesh bounds are, or None.
     ``thin``: the mesh's underside sits within a plate of the top face instead (one layer, bottom at 8 LDU)."""
     lo, hi = bounds
