@@ -22,7 +22,7 @@ from functools import cache
 import numpy as np
 
 from brick_gym.core.meshes import OVERLAP_ALLOWANCE_LDU, box_corners, bvh, collision_mesh
-from brick_gym.core.occupancy import Range, enclosure_shape, lattice_place
+from brick_gym.core.occupancy import CellIndex, Range, enclosure_shape, lattice_place, range_of_bounds, studs_reach
 
 CELL_LDU = 40.0
 MAX_NARROW_PAIRS = 200_000
@@ -217,13 +217,14 @@ class BoxGrid:
 
 
 class CollisionIndex:
-    """Pieces in a grid of their world bounds; a collision query costs O(neighbours). Pieces of an enclosed part
-    (``occupancy.enclosure_shape``: base plates, slopes, round plates on the lattice) also keep their cells."""
+    """Pieces the narrow phase decides, indexed for its broad phase: enclosed ones (``occupancy.enclosure_shape``:
+    base plates, slopes, round plates on the lattice) by their cells, the others in a grid of their world bounds.
+    A collision query costs O(neighbours)."""
 
     def __init__(self) -> None:
         self._grid = BoxGrid()
+        self._cells = CellIndex()
         self._items: dict[int, tuple[str, np.ndarray]] = {}
-        self._enclosed: dict[int, Range] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -231,11 +232,12 @@ class CollisionIndex:
     def add(self, piece: int, stem: str, pose: np.ndarray) -> None:
         """Index a piece (its id must not be present)."""
         self._items[piece] = (stem, pose)
-        self._grid.add(piece, *self._aabb(stem, pose))
         shape = enclosure_shape(stem)
         placed = None if shape is None else lattice_place(shape, pose)
         if placed is not None:
-            self._enclosed[piece] = placed[1]
+            self._cells.add(piece, placed[1])
+        else:
+            self._grid.add(piece, *self._aabb(stem, pose))
 
     def _aabb(self, stem: str, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World bounds, reused between the collision query and the insertion of the same piece."""
@@ -249,18 +251,22 @@ class CollisionIndex:
     def remove(self, piece: int) -> None:
         """Drop a piece from the index."""
         del self._items[piece]
-        self._enclosed.pop(piece, None)
-        self._grid.remove(piece)
+        if piece in self._cells:
+            self._cells.remove(piece)
+        else:
+            self._grid.remove(piece)
 
     def colliding(self, stem: str, pose: np.ndarray, cells: Range | None = None) -> list[int]:
         """Indexed pieces that a piece of ``stem`` at ``pose`` would collide with (sorted ids). ``cells``: the
         piece is enclosed in these cells (``occupancy.enclosure_shape``), so enclosed pieces whose cells miss
-        them are cleared without the narrow phase (a brick or a slope on a base plate costs a lookup, not an
-        fcl test against 1,024 studs)."""
-        near = self._grid.query(*self._aabb(stem, pose))
-        if near and cells is not None and self._enclosed:
-            get = self._enclosed.get
-            near = [p for p in near if (box := get(p)) is None or _cells_meet(box, cells)]
+        them cannot collide with it and are not tested (a brick or a slope on a base plate costs a lookup, not
+        an fcl test against 1,024 studs); without them, enclosed pieces are found by the cells its bounds
+        reach, with the layer below for their studs."""
+        if cells is None:
+            cells = studs_reach(range_of_bounds(*self._aabb(stem, pose)))
+        near = self._cells.blocking(cells)
+        if len(self._grid):
+            near = sorted({*near, *self._grid.query(*self._aabb(stem, pose))})
         if not near:
             return []
         others = [self._items[p] for p in near]
@@ -271,11 +277,6 @@ class CollisionIndex:
             np.array([o[1] for o in others]),
         )
         return [p for p, hit in zip(near, verdicts, strict=True) if hit]
-
-
-def _cells_meet(a: Range, b: Range) -> bool:
-    """Whether two inclusive cell boxes share a cell."""
-    return a[0] <= b[3] and b[0] <= a[3] and a[1] <= b[4] and b[1] <= a[4] and a[2] <= b[5] and b[2] <= a[5]
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,9 @@ class Piece:
         slopes, round plates, base plates), else None: no other enclosed piece whose cells miss these can
         collide with it."""
         shape = enclosure_shape(self.part.stem)
-        return None if shape is None else lattice_place(shape, self.pose)
+        if shape is None:
+            return None
+        return self.lattice if shape is box_shape(self.part.stem) else lattice_place(shape, self.pose)
 
     @cached_property
     def slab(self) -> tuple[int, Range] | None:
