@@ -171,6 +171,13 @@ class BoxGrid:
     def __contains__(self, key: object) -> bool:
         return key in self._boxes
 
+    def copy(self) -> BoxGrid:
+        """An independent grid with the same keys and boxes."""
+        twin = BoxGrid(self.cell)
+        twin._grid = {c: set(keys) for c, keys in self._grid.items()}
+        twin._boxes = dict(self._boxes)
+        return twin
+
     def add(self, key: object, lo: Sequence[float], hi: Sequence[float]) -> None:
         """Insert a key with its box (the key must not be present)."""
         box = (*(float(v) for v in lo), *(float(v) for v in hi))

@@ -125,6 +125,10 @@ class Piece:
         shape = slab_shape(self.part.stem)
         return None if shape is None else lattice_place(shape, self.pose)
 
+    def same_place(self, other: Piece) -> bool:
+        """Whether ``other`` is the same part at the same pose (its connectors are where this piece's are)."""
+        return self.part is other.part and np.array_equal(self.pose, other.pose)
+
     @property
     def points(self) -> np.ndarray:
         """(n, 3) world positions of the connectors."""

@@ -286,6 +286,12 @@ class LegalityMemo:
     """Refusals a new piece cannot undo: an overlap stays."""
 
     def __init__(self) -> None:
+        self._clear()
+        self._start: tuple | None = None
+        """(start piece's fingerprint, the verdicts remembered while an assembly held only that piece): a new
+        episode on an equal start piece begins with them instead of dry-running each again."""
+
+    def _clear(self) -> None:
         self._owner: Assembly | None = None
         self._revision = -1
         self._known: dict[int, object] = {}
@@ -357,10 +363,13 @@ class LegalityMemo:
 
     def _sync(self, assembly: Assembly) -> None:
         if assembly is not self._owner:
-            self.__init__()  # type: ignore[misc]
+            self._keep_start()
+            self._clear()
             self._owner = assembly
+            self._restore_start(assembly)
         if assembly.revision == self._revision:
             return
+        self._keep_start()
         self._revision = assembly.revision
         pieces = assembly.pieces
         removed = [(k, v) for k, v in self._known.items() if pieces.get(k) is not v]
@@ -376,6 +385,34 @@ class LegalityMemo:
                 if key not in lasting:
                     self._forget(key)
         self._known = dict(pieces)
+
+    def _fingerprint(self, pieces: dict[int, object]) -> tuple | None:
+        """What the verdicts of an assembly holding only one piece depend on: that piece's id, part and pose,
+        and whether the assembly checks strictly (None for any other assembly)."""
+        if len(pieces) != 1 or self._owner is None:
+            return None
+        ((pid, piece),) = pieces.items()
+        return pid, piece.part.stem, piece.pose.tobytes(), self._owner.strict  # type: ignore[attr-defined]
+
+    def _keep_start(self) -> None:
+        """Keep the verdicts remembered so far when they are those of a lone start piece (more than kept)."""
+        mark = self._fingerprint(self._known)
+        if mark is None or not self._verdicts:
+            return
+        if self._start is not None and self._start[0] == mark and len(self._start[1]) >= len(self._verdicts):
+            return
+        by_piece = {k: set(v) for k, v in self._by_piece.items()}
+        self._start = (mark, dict(self._verdicts), dict(self._poses), set(self._lasting), by_piece, self._boxes.copy())
+
+    def _restore_start(self, assembly: Assembly) -> None:
+        """Begin with the kept start verdicts when ``assembly`` holds only an equal start piece."""
+        mark = self._fingerprint(assembly.pieces)
+        if mark is None or self._start is None or self._start[0] != mark:
+            return
+        _, verdicts, poses, lasting, by_piece, boxes = self._start
+        self._verdicts, self._poses, self._lasting = dict(verdicts), dict(poses), set(lasting)
+        self._by_piece, self._boxes = {k: set(v) for k, v in by_piece.items()}, boxes.copy()
+        self._known, self._revision = dict(assembly.pieces), assembly.revision
 
     def _forget(self, key: tuple) -> None:
         self._poses.pop(key, None)

@@ -254,9 +254,19 @@ class ObservationBuilder:
             self._target_count = 0
         kept = self._target_rows.get
         index = []
+        equal: dict[int, bool] = {}  # a piece equal to the one a row was made for (a new episode's start piece)
         for ref in refs:
             hit = kept(ref)
-            if hit is None or hit[0] is not pieces[ref.piece]:
+            piece = pieces[ref.piece]
+            if hit is not None and hit[0] is not piece:
+                same = equal.get(ref.piece)
+                if same is None:
+                    same = equal[ref.piece] = hit[0].same_place(piece)
+                if same:
+                    hit = self._target_rows[ref] = (piece, hit[1])
+                else:
+                    hit = None
+            if hit is None:
                 hit = self._new_target_row(assembly, ref)
             index.append(hit[1])
         return self._target_table[index]

@@ -132,6 +132,9 @@ class TargetSlots:
         self._refs: dict[int, list[ConnectorRef]] = {}
         self._order: list[int] = []
         """Piece ids of ``_refs`` in ascending order (kept sorted on insert and delete)."""
+        self._lone: tuple[int, str, list[ConnectorRef]] | None = None
+        """(id, part, slots) of the last piece listed alone in its assembly: an episode's start piece, whose slots
+        the next episode on the same part need not list again (a lone piece's connectors are all free)."""
 
     def slots(self, assembly: Assembly, limit: int) -> list[ConnectorRef]:
         """At most ``limit`` target slots, identical to ``target_slots(assembly, palette, limit)``."""
@@ -142,6 +145,12 @@ class TargetSlots:
         pieces = assembly.pieces
         if assembly is not self._owner:
             self._owner, self._known, self._neighbours, self._refs, self._order = assembly, {}, {}, {}, []
+            lone = self._lone
+            if lone is not None and len(pieces) == 1 and lone[0] in pieces and pieces[lone[0]].part.stem == lone[1]:
+                pid = lone[0]
+                self._known, self._neighbours, self._refs, self._order = {pid: pieces[pid]}, {pid: []}, {}, [pid]
+                self._refs[pid] = list(lone[2])
+                return
         changed = {k for k, v in self._known.items() if pieces.get(k) is not v}
         changed |= {k for k, v in pieces.items() if self._known.get(k) is not v}
         if not changed:
@@ -158,6 +167,8 @@ class TargetSlots:
                 self._refs[pid] = _free_mateable(assembly, pid, self.sources)
                 self._neighbours[pid] = assembly.neighbours(pid)
                 self._known[pid] = pieces[pid]
+                if len(pieces) == 1:
+                    self._lone = (pid, pieces[pid].part.stem, list(self._refs[pid]))
             else:
                 if self._refs.pop(pid, None) is not None:
                     self._order.pop(bisect.bisect_left(self._order, pid))

@@ -481,11 +481,7 @@ def _first_of_each(keys: np.ndarray) -> np.ndarray:
 
 def _same_piece(a: object, b: object) -> bool:
     """Whether two pieces are the same part in the same colour at the same pose (their slots' rows agree)."""
-    return (
-        a.part is b.part  # type: ignore[attr-defined]
-        and a.colour == b.colour  # type: ignore[attr-defined]
-        and np.array_equal(a.pose, b.pose)  # type: ignore[attr-defined]
-    )
+    return a.same_place(b) and a.colour == b.colour  # type: ignore[attr-defined]
 
 
 __all__ = ["Offers", "TargetRanking"]

@@ -161,3 +161,93 @@ def test_the_memo_keeps_collisions_while_pieces_are_added_and_forgets_them_on_re
     asm.remove(3)
     asm.remove(2)
     assert memo.legal(asm, beside) and calls == [1]  # the bricks in its way are gone: asked again
+
+
+def _episodes(env, seeds: range, steps: int) -> list[tuple[dict, np.ndarray, float]]:
+    """Observations, masks and rewards of random masked episodes, one per seed, in one env."""
+    from brick_gym.rl.baselines import RandomMaskedAgent
+
+    out = []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        agent = RandomMaskedAgent(seed)
+        out.append(({k: np.copy(v) for k, v in obs.items()}, env.unwrapped.action_masks().copy(), 0.0))
+        for _ in range(steps):
+            obs, reward, terminated, truncated, _ = env.step(agent.act(env))
+            out.append(({k: np.copy(v) for k, v in obs.items()}, env.unwrapped.action_masks().copy(), reward))
+            if terminated or truncated:
+                break
+    return out
+
+
+@pytest.mark.parametrize("env_id", ["BrickGym/AltBuild-v0", "BrickGym/Model-v0", "BrickGym/FidelityCandidates-v0"])
+def test_episodes_after_a_reset_onto_an_equal_start_piece_play_as_in_a_fresh_env(env_id: str) -> None:
+    """The verdicts, target slots and slot rows kept from the last episode's lone start piece change nothing: each
+    episode of one env equals the same episode in an env made for it alone, step for step."""
+    import gymnasium as gym
+
+    import brick_gym.envs  # noqa: F401
+
+    warm = _episodes(gym.make(env_id, max_steps=12), range(3), 12)
+    fresh = [step for seed in range(3) for step in _episodes(gym.make(env_id, max_steps=12), range(seed, seed + 1), 12)]
+    assert len(warm) == len(fresh)
+    for (obs, mask, reward), (obs2, mask2, reward2) in zip(warm, fresh, strict=True):
+        assert obs.keys() == obs2.keys() and all(np.array_equal(obs[k], obs2[k]) for k in obs)
+        assert np.array_equal(mask, mask2) and reward == reward2
+
+
+def test_a_reset_onto_an_equal_start_piece_dry_runs_nothing_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AltBuild's second reset lists its 16×16 base plate's placements from the kept verdicts, not by dry runs."""
+    import gymnasium as gym
+
+    import brick_gym.envs  # noqa: F401
+    from brick_gym.core.assembly import Assembly
+
+    env = gym.make("BrickGym/AltBuild-v0")
+    env.reset(seed=0)
+    calls = []
+    real = Assembly.evaluate
+    monkeypatch.setattr(Assembly, "evaluate", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    env.reset(seed=1)
+    assert calls == [] and env.unwrapped.action_masks()[:-1].any()
+
+
+def test_the_memo_keeps_start_verdicts_only_for_an_equal_start_piece() -> None:
+    from brick_gym.core.assembly import Assembly
+    from brick_gym.core.pieces import ConnectorRef, Placement
+    from brick_gym.envs.codecs import LegalityMemo
+
+    memo = LegalityMemo()
+    brick = Placement("3001", 4, ConnectorRef(0, "stud", 0), ("hole", 0), 0.0)
+    first = Assembly()
+    first.add("3958", "red")
+    assert memo.legal(first, brick)
+    first.place(brick)  # the memo keeps what it knew of the lone plate
+    memo.legal(first, brick)
+    for stem, at, strict, kept in (
+        ("3958", None, True, True),
+        ("3958", (20.0, 0.0, 0.0), True, False),  # moved: other poses
+        ("3031", None, True, False),  # another part
+        ("3958", None, False, False),  # unchecked assembly
+    ):
+        other = Assembly(strict=strict)
+        pose = np.eye(4)
+        if at is not None:
+            pose[:3, 3] = at
+        other.add(stem, "blue", pose=pose)
+        assert (LegalityMemo.key(brick) in memo.known(other)) is kept
+        assert memo.legal(other, brick) == other.evaluate(brick).ok
+
+
+def test_target_slots_of_a_lone_start_piece_are_kept_only_for_the_same_part() -> None:
+    from brick_gym.core.assembly import Assembly
+    from brick_gym.envs.palette import TargetSlots, make_palette, target_slots
+
+    palette = make_palette([("3001", "red"), ("3005", "blue"), ("2780", "black")])
+    slots = TargetSlots(palette)
+    for stem in ("3958", "3958", "3031", "3001", "3958"):
+        a = Assembly()
+        a.add(stem, "red")
+        assert slots.slots(a, 500) == target_slots(a, palette, 500)
+        a.attach("3005", "blue", to=a[0].stud[0])
+        assert slots.slots(a, 500) == target_slots(a, palette, 500)
