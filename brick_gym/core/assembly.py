@@ -566,8 +566,10 @@ class Assembly:
     def _lattice_rule(self, piece: Piece) -> tuple[int, Range, LatticeConnectors] | None:
         """(quarter turns, cells, connector table) when the piece follows the lattice joint rule (a box part, or a
         thin one such as a base plate, on the lattice), else None."""
+        if not self.strict:
+            return None
         placed = piece.lattice if piece.lattice is not None else piece.slab
-        if not self.strict or placed is None:
+        if placed is None:
             return None
         table = lattice_connectors(piece.part.stem)
         return None if table is None else (*placed, table)

@@ -401,17 +401,14 @@ class LegalityMemo:
             return
         if self._start is not None and self._start[0] == mark and len(self._start[1]) >= len(self._verdicts):
             return
-        by_piece = {k: set(v) for k, v in self._by_piece.items()}
-        self._start = (mark, dict(self._verdicts), dict(self._poses), set(self._lasting), by_piece, self._boxes.copy())
+        self._start = (mark, *_copied(self._verdicts, self._poses, self._lasting, self._by_piece, self._boxes))
 
     def _restore_start(self, assembly: Assembly) -> None:
         """Begin with the kept start verdicts when ``assembly`` holds only an equal start piece."""
         mark = self._fingerprint(assembly.pieces)
         if mark is None or self._start is None or self._start[0] != mark:
             return
-        _, verdicts, poses, lasting, by_piece, boxes = self._start
-        self._verdicts, self._poses, self._lasting = dict(verdicts), dict(poses), set(lasting)
-        self._by_piece, self._boxes = {k: set(v) for k, v in by_piece.items()}, boxes.copy()
+        self._verdicts, self._poses, self._lasting, self._by_piece, self._boxes = _copied(*self._start[1:])
         self._known, self._revision = dict(assembly.pieces), assembly.revision
 
     def _forget(self, key: tuple) -> None:
@@ -421,6 +418,13 @@ class LegalityMemo:
             if key in self._boxes:
                 self._boxes.remove(key)
             self._by_piece.get(key[0], set()).discard(key)
+
+
+def _copied(
+    verdicts: dict, poses: dict, lasting: set, by_piece: dict[int, set[tuple]], boxes: BoxGrid
+) -> tuple[dict, dict, set, dict[int, set[tuple]], BoxGrid]:
+    """Independent copies of a :class:`LegalityMemo`'s remembered state (kept, or restored from what was kept)."""
+    return dict(verdicts), dict(poses), set(lasting), {k: set(v) for k, v in by_piece.items()}, boxes.copy()
 
 
 class CandidateCodec:

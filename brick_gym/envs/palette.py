@@ -148,8 +148,8 @@ class TargetSlots:
             lone = self._lone
             if lone is not None and len(pieces) == 1 and lone[0] in pieces and pieces[lone[0]].part.stem == lone[1]:
                 pid = lone[0]
-                self._known, self._neighbours, self._refs, self._order = {pid: pieces[pid]}, {pid: []}, {}, [pid]
-                self._refs[pid] = list(lone[2])
+                self._known, self._neighbours, self._order = {pid: pieces[pid]}, {pid: []}, [pid]
+                self._refs = {pid: list(lone[2])}
                 return
         changed = {k for k, v in self._known.items() if pieces.get(k) is not v}
         changed |= {k for k, v in pieces.items() if self._known.get(k) is not v}
