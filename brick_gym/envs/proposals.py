@@ -28,6 +28,7 @@ from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.progress import TargetProgress, box_sums
 from brick_gym.core.voxels import VoxelGrid
 from brick_gym.envs.palette import PaletteSlot, slot_rotation
+from brick_gym.envs.ranking_kernel import best_pairs
 from brick_gym.envs.slot_geometry import BOX, OTHER, slot_geometry
 
 
@@ -77,16 +78,11 @@ class TargetRanking:
         progress = self.progress
         progress.sync(assembly)
         rows, sums, goals, t_of, verdicts = self._counted(assembly, targets)
-        volume = rows[:, 10]
-        hit = np.flatnonzero((sums[:, 0] > 0) & (verdicts != 0))
-        r, p = self.slot_pairs(rows, hit, stock_mask)
-        score = (sums[r, 0] + sums[r, 2 + self._channel_of_slot[p]]) / volume[r]
-        maybe_blocked = sums[r, 1] > 0
-        if len(r) > 4 * limit:  # the best 4 * limit and every tie with the last of them, before the exact sort
-            key = maybe_blocked * 10.0 - score
-            best = key <= np.partition(key, 4 * limit - 1)[4 * limit - 1]
-            r, p, maybe_blocked, score = r[best], p[best], maybe_blocked[best], score[best]
-        order = np.lexsort((rows[r, 1], p, t_of[r], -volume[r], -score, maybe_blocked))
+        sizes, starts, flat = self._stock_table(stock_mask)
+        r, p, score, maybe_blocked = best_pairs(
+            rows, sums, verdicts, t_of, sizes, starts, flat, self._channel_of_slot, 4 * limit
+        )
+        order = np.lexsort((rows[r, 1], p, t_of[r], -rows[r, 10], -score, maybe_blocked))
         r, p = r[order], p[order]
         first = _first_of_each(np.column_stack([p, rows[r, 2:9]]))[:limit]
         return Offers(self, assembly, targets, rows, goals, t_of, verdicts, stock_mask, r[first], p[first])
@@ -94,6 +90,15 @@ class TargetRanking:
     def slot_pairs(self, rows: np.ndarray, picked: np.ndarray, stock: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row, palette slot) of every in-stock slot of each picked row's part, rows in order and slots ascending
         within each (a repeat per part's slot count, not a rows × palette matrix)."""
+        sizes, starts, flat = self._stock_table(stock)
+        stems = rows[picked, 0]
+        counts = sizes[stems]
+        r = np.repeat(picked, counts)
+        within = np.arange(len(r)) - np.repeat(np.cumsum(counts) - counts, counts)
+        return r, flat[np.repeat(starts[stems], counts) + within]
+
+    def _stock_table(self, stock: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per part, its in-stock palette slots as (count, start, flat list), kept for the last stock seen."""
         key = stock.tobytes()
         if self._stock_slots is None or self._stock_slots[0] != key:
             by_stem = self.geometry.slots_of_stem
@@ -101,12 +106,7 @@ class TargetRanking:
             sizes = np.array([len(x) for x in lists], dtype=np.int64)
             flat = np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64)
             self._stock_slots = key, sizes, np.cumsum(sizes) - sizes, flat
-        _, sizes, starts, flat = self._stock_slots
-        stems = rows[picked, 0]
-        counts = sizes[stems]
-        r = np.repeat(picked, counts)
-        within = np.arange(len(r)) - np.repeat(np.cumsum(counts) - counts, counts)
-        return r, flat[np.repeat(starts[stems], counts) + within]
+        return self._stock_slots[1:]
 
     def placement(self, target: ConnectorRef, row: np.ndarray, slot: int) -> Placement:
         """The placement of one row (part, source and yaw at ``target``) for palette ``slot`` (memoised: lists
@@ -133,12 +133,13 @@ class TargetRanking:
     def _counted(
         self, assembly: Assembly, targets: Sequence[ConnectorRef]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The rows of every slot of ``targets`` (in no particular order), their counts (left, built, uncertain,
-        left per colour, an empty colour, built or uncertain over the whole box), their target counts, their
-        slot's index in ``targets`` and their legality as far as the grid knows it (:meth:`_verdicts`). Rows live
-        in one pool per progress generation, a slot's appended when it first appears; each row's counts are kept
-        and recounted only where a piece added since touches it (slots out of reach of the change are not even
-        looked at), so a step costs its new slots and the rows its new piece changed."""
+        """The pool's rows (every slot met this progress generation, in no particular order), their counts (left,
+        built, uncertain, left per colour, an empty colour, built or uncertain over the whole box), their target
+        counts, their slot's index in ``targets`` (−1: a slot not listed now) and their legality as far as the grid
+        knows it (:meth:`_verdicts`): views of the pool, valid until the next call, copied nowhere (a project's
+        pool holds several hundred thousand rows). A slot's rows are appended when it first appears; each row's
+        counts are kept and recounted only where a piece added since touches it (slots out of reach of the change
+        are not even looked at), so a step costs its new slots and the rows its new piece changed."""
         progress = self.progress
         now = len(progress.changes)
         at_start = now == 1 and len(assembly) == 1  # only the start piece: its counts are the same every episode
@@ -165,10 +166,8 @@ class TargetRanking:
             pool.verdicts[stale] = self._verdicts(rows, counts)
         if at_start and missing:
             self._start_pool = (tuple(targets), next(iter(assembly.pieces.values())), pool.copy(None, -1))
-        t_all = index[pool.slot[: pool.size]]
-        live = np.flatnonzero(t_all >= 0)
-        arrays = (pool.rows, pool.sums, pool.goals, t_all, pool.verdicts)
-        return tuple(a.take(live, axis=0) for a in arrays)  # take: faster than fancy indexing at these sizes
+        size = pool.size
+        return pool.rows[:size], pool.sums[:size], pool.goals[:size], index[pool.slot[:size]], pool.verdicts[:size]
 
     def _new_pool(self, assembly: Assembly, targets: Sequence[ConnectorRef], at_start: bool) -> _Pool:
         """An empty pool for this progress generation; at an episode's start, a copy of the start's pool instead
@@ -281,11 +280,12 @@ class Offers:
     assembly: Assembly
     targets: Sequence[ConnectorRef]
     rows: np.ndarray
-    """(m, 12) the rows of every target slot, concatenated (see :meth:`TargetRanking._rows`)."""
+    """(m, 12) the rows of every slot the ranking has met (see :meth:`TargetRanking._rows`), the pool's own
+    arrays: an ``Offers`` is valid until the ranking's next :meth:`~TargetRanking.offers`."""
     goals: np.ndarray
     """(m, 1 + colours) target cells in each row's cells, and those per colour."""
     t_of: np.ndarray
-    """(m,) each row's index in ``targets``."""
+    """(m,) each row's index in ``targets``; −1 for a row of a slot not listed at this step."""
     verdicts: np.ndarray
     """(m,) int8 legality of each row as far as the grid knows it (stock aside)."""
     stock: np.ndarray
@@ -336,7 +336,7 @@ class Offers:
         take turns, one placement each. Cut after the last round that every slot with deeper rows fills."""
         rows, t_of, stock = self.rows, self.t_of, self.stock
         by_stem = self.ranking.geometry.slots_of_stem & stock[None, :]
-        live = by_stem.any(axis=1)[rows[:, 0]] if len(rows) else np.zeros(0, dtype=bool)
+        live = (t_of >= 0) & by_stem.any(axis=1)[rows[:, 0]] if len(rows) else np.zeros(0, dtype=bool)
         r, p = self.ranking.slot_pairs(rows, np.flatnonzero(live & (rows[:, 11] < depth)), stock)
         n = t_of[r]
         in_stock = np.flatnonzero(stock)
