@@ -77,10 +77,10 @@ class TargetRanking:
             return Offers.nothing(self, assembly, targets)
         progress = self.progress
         progress.sync(assembly)
-        rows, sums, goals, t_of, verdicts = self._counted(assembly, targets)
+        rows, sums, goals, t_of, verdicts, spans = self._counted(assembly, targets)
         sizes, starts, flat = self._stock_table(stock_mask)
         r, p, score, maybe_blocked = best_pairs(
-            rows, sums, verdicts, t_of, sizes, starts, flat, self._channel_of_slot, 4 * limit
+            rows, sums, verdicts, spans, sizes, starts, flat, self._channel_of_slot, 4 * limit
         )
         order = np.lexsort((rows[r, 1], p, t_of[r], -rows[r, 10], -score, maybe_blocked))
         r, p = r[order], p[order]
@@ -132,14 +132,15 @@ class TargetRanking:
 
     def _counted(
         self, assembly: Assembly, targets: Sequence[ConnectorRef]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The pool's rows (every slot met this progress generation, in no particular order), their counts (left,
         built, uncertain, left per colour, an empty colour, built or uncertain over the whole box), their target
-        counts, their slot's index in ``targets`` (−1: a slot not listed now) and their legality as far as the grid
-        knows it (:meth:`_verdicts`): views of the pool, valid until the next call, copied nowhere (a project's
-        pool holds several hundred thousand rows). A slot's rows are appended when it first appears; each row's
-        counts are kept and recounted only where a piece added since touches it (slots out of reach of the change
-        are not even looked at), so a step costs its new slots and the rows its new piece changed."""
+        counts, their slot's index in ``targets`` (−1: a slot not listed now), their legality as far as the grid
+        knows it (:meth:`_verdicts`), and the listed slots' [start, end) spans, ascending. The arrays are views of
+        the pool, valid until the next call and copied nowhere: a project's pool holds half a million rows. A
+        slot's rows are appended when it first appears; each row's counts are kept and recounted only where a
+        piece added since touches it (slots out of reach of the change are not even looked at), so a step costs
+        its new slots and the rows its new piece changed."""
         progress = self.progress
         now = len(progress.changes)
         at_start = now == 1 and len(assembly) == 1  # only the start piece: its counts are the same every episode
@@ -167,7 +168,9 @@ class TargetRanking:
         if at_start and missing:
             self._start_pool = (tuple(targets), next(iter(assembly.pieces.values())), pool.copy(None, -1))
         size = pool.size
-        return pool.rows[:size], pool.sums[:size], pool.goals[:size], index[pool.slot[:size]], pool.verdicts[:size]
+        t_of = index[pool.slot[:size]]
+        spans = pool.spans[np.sort(slots)]  # slot ids grow with their rows' positions
+        return pool.rows[:size], pool.sums[:size], pool.goals[:size], t_of, pool.verdicts[:size], spans
 
     def _new_pool(self, assembly: Assembly, targets: Sequence[ConnectorRef], at_start: bool) -> _Pool:
         """An empty pool for this progress generation; at an episode's start, a copy of the start's pool instead

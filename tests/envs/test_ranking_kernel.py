@@ -11,11 +11,11 @@ from brick_gym.envs.ranking_kernel import BLOCKED_PENALTY, best_pairs
 COLOURS = 3
 
 
-def _reference(rows, sums, verdicts, t_of, slots_of_part, keep):
+def _reference(rows, sums, verdicts, listed, slots_of_part, keep):
     """Every qualifying (row, slot) pair with its score and blocked flag, then the cut by the keep-th key."""
     pairs = []
     for i in range(len(rows)):
-        if t_of[i] < 0 or sums[i, 0] <= 0 or verdicts[i] == 0:
+        if not listed[i] or sums[i, 0] <= 0 or verdicts[i] == 0:
             continue
         for s in slots_of_part[rows[i, 0]]:
             channel = 1 + s % (COLOURS + 1)  # the last channel: a colour the target lacks (always empty)
@@ -43,34 +43,38 @@ def _pools(draw):
     sums = sums.reshape(m, width).astype(np.int64)
     sums[:, -2] = 0  # the always-empty channel of a colour the target lacks
     verdicts = np.array(draw(st.lists(st.sampled_from([-1, 0, 1]), min_size=m, max_size=m)), dtype=np.int8)
-    t_of = np.array(draw(st.lists(st.integers(-1, 2), min_size=m, max_size=m)), dtype=np.int64)
+    ends = sorted(set(draw(st.lists(st.integers(0, m), max_size=8))) | {m})
+    spans = np.array(list(zip([0, *ends[:-1]], ends, strict=True)), dtype=np.int64)
+    spans = spans[np.array(draw(st.lists(st.booleans(), min_size=len(spans), max_size=len(spans))), dtype=bool)]
     keep = draw(st.integers(1, 30))
-    return rows, sums, verdicts, t_of, stock, slot_part, n_parts, keep
+    return rows, sums, verdicts, spans.reshape(-1, 2), stock, slot_part, n_parts, keep
 
 
 @settings(max_examples=300, deadline=None)
 @given(_pools())
 def test_best_pairs_keeps_what_the_reference_keeps_in_its_order(pool) -> None:
-    """Rows ascending, a row's in-stock slots ascending, only live rows that fill something and are not known to
-    collide, and with more than ``keep`` pairs exactly those whose key is at most the keep-th smallest."""
-    rows, sums, verdicts, t_of, stock, slot_part, n_parts, keep = pool
+    """Rows ascending, a row's in-stock slots ascending, only rows of listed spans that fill something and are not
+    known to collide, and with more than ``keep`` pairs exactly those whose key is at most the keep-th smallest."""
+    rows, sums, verdicts, spans, stock, slot_part, n_parts, keep = pool
+    listed = np.zeros(len(rows), dtype=bool)
+    for start, end in spans.tolist():
+        listed[start:end] = True
     slots_of_part = [np.flatnonzero(stock & (slot_part == k)) for k in range(n_parts)]
     sizes = np.array([len(s) for s in slots_of_part], dtype=np.int64)
     flat = np.concatenate(slots_of_part).astype(np.int64)
     channel = (1 + np.arange(len(stock)) % (COLOURS + 1)).astype(np.int64)
-    r, p, score, blocked = best_pairs(rows, sums, verdicts, t_of, sizes, np.cumsum(sizes) - sizes, flat, channel, keep)
-    expected = _reference(rows, sums, verdicts, t_of, slots_of_part, keep)
+    r, p, score, blocked = best_pairs(rows, sums, verdicts, spans, sizes, np.cumsum(sizes) - sizes, flat, channel, keep)
+    expected = _reference(rows, sums, verdicts, listed, slots_of_part, keep)
     got = list(zip(r.tolist(), p.tolist(), score.tolist(), blocked.tolist(), strict=True))
     assert got == expected
 
 
-def test_a_pool_with_no_listed_row_offers_nothing() -> None:
-    """Rows of slots not listed at this step (``t_of`` −1) are never paired, however well they would fill."""
-    rows = np.zeros((3, 12), dtype=np.int64)
+def test_rows_outside_the_listed_spans_are_never_paired() -> None:
+    """Rows of slots not listed at this step are skipped, however well they would fill."""
+    rows = np.zeros((4, 12), dtype=np.int64)
     rows[:, 10] = 1
-    sums = np.ones((3, 8), dtype=np.int64)
     one = np.ones(1, dtype=np.int64)
-    r, *_ = best_pairs(
-        rows, sums, np.ones(3, np.int8), np.full(3, -1), one, np.zeros(1, np.int64), np.zeros(1, np.int64), one, 5
-    )
-    assert len(r) == 0
+    zero = np.zeros(1, dtype=np.int64)
+    spans = np.array([[1, 2], [3, 4]], dtype=np.int64)
+    r, *_ = best_pairs(rows, np.ones((4, 8), dtype=np.int64), np.ones(4, np.int8), spans, one, zero, zero, one, 5)
+    assert r.tolist() == [1, 3]
