@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from brick_gym.core.occupancy import cell_range, contained_shape, range_of_bounds, studs_reach
 from brick_gym.core.voxels import DEFAULT_PITCH, VoxelGrid, voxelize
@@ -32,17 +33,27 @@ def summed_volume(cells: np.ndarray) -> np.ndarray:
 
 def box_sums(table: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """(n, tables) totals of each summed-volume table over the inclusive cell boxes ``[lo, hi]`` (clipped to the
-    table): one gather of the 8 box corners for every box at once (``np.take``: fancy indexing costs several times
-    more at these sizes)."""
-    dims = np.asarray(table.shape[1:])
-    a = np.minimum(np.maximum(lo, 0), dims - 1)
-    b = np.maximum(np.minimum(np.maximum(hi + 1, 0), dims - 1), a)
-    x = np.stack([a[:, 0], b[:, 0]]) * (dims[1] * dims[2])
-    y = np.stack([a[:, 1], b[:, 1]]) * dims[2]
-    z = np.stack([a[:, 2], b[:, 2]])
-    flat = (x[:, None, None] + y[None, :, None] + z[None, None, :]).reshape(8, -1)  # corner 4 ix + 2 iy + iz
-    p = np.take(table.reshape(table.shape[0], -1), flat, axis=1).transpose(1, 2, 0)  # (8, n, tables)
-    return p[7] - p[6] - p[5] + p[4] - p[3] + p[2] + p[1] - p[0]  # inclusion-exclusion: + where 3 - ones is even
+    table), by inclusion-exclusion over each box's 8 corners in one compiled pass (numba: 4-7x numpy's corner
+    gather, which made a temporary per step of the formula; a step counts thousands of boxes)."""
+    return _box_sums(table, np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64))
+
+
+@njit(cache=True)
+def _box_sums(table, lo, hi):  # pragma: no cover - compiled
+    channels, nx, nu, nz = table.shape
+    out = np.empty((lo.shape[0], channels), table.dtype)
+    for r in range(lo.shape[0]):
+        a0, a1, a2 = min(max(lo[r, 0], 0), nx - 1), min(max(lo[r, 1], 0), nu - 1), min(max(lo[r, 2], 0), nz - 1)
+        b0 = max(min(max(hi[r, 0] + 1, 0), nx - 1), a0)
+        b1 = max(min(max(hi[r, 1] + 1, 0), nu - 1), a1)
+        b2 = max(min(max(hi[r, 2] + 1, 0), nz - 1), a2)
+        for k in range(channels):
+            t = table[k]
+            out[r, k] = (
+                t[b0, b1, b2] - t[b0, b1, a2] - t[b0, a1, b2] + t[b0, a1, a2]
+                - t[a0, b1, b2] + t[a0, b1, a2] + t[a0, a1, b2] - t[a0, a1, a2]
+            )  # fmt: skip
+    return out
 
 
 def _slices(lo: np.ndarray, hi: np.ndarray) -> tuple[slice, slice, slice]:
