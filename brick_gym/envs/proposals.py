@@ -28,7 +28,7 @@ from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.progress import TargetProgress, box_sums
 from brick_gym.core.voxels import VoxelGrid
 from brick_gym.envs.palette import PaletteSlot, slot_rotation
-from brick_gym.envs.ranking_kernel import best_pairs
+from brick_gym.envs.ranking_kernel import best_pairs, stale_rows
 from brick_gym.envs.slot_geometry import BOX, OTHER, slot_geometry
 
 
@@ -188,23 +188,13 @@ class TargetRanking:
         them (each change is tested against the slots' bounds first, then against the rows of the slots it
         reaches); the active slots are then valid at ``now``."""
         since = pool.since[active]
-        out = [_spans(pool.spans[active[since < 0]])]
-        counted = active[since >= 0]
-        for k in range(int(since[since >= 0].min()) if len(counted) else now, now):
-            lo, hi = self.progress.changes[k]
-            reach = (pool.since[counted] <= k) & np.all(pool.lo[counted] <= hi, axis=1)
-            near = counted[reach & np.all(pool.hi[counted] >= lo, axis=1)]
-            if len(near):
-                pos = _spans(pool.spans[near])
-                rows = pool.rows[pos]
-                out.append(pos[np.all(rows[:, 2:5] <= hi, axis=1) & np.all(rows[:, 5:8] >= lo, axis=1)])
+        first = int(since[since >= 0].min()) if (since >= 0).any() else now
+        changes = self.progress.changes[first:now]
+        change_lo = np.array([lo for lo, _ in changes], dtype=np.int64).reshape(-1, 3)
+        change_hi = np.array([hi for _, hi in changes], dtype=np.int64).reshape(-1, 3)
+        stale = stale_rows(active, pool.since, pool.spans, pool.lo, pool.hi, pool.rows, change_lo, change_hi, first)
         pool.since[active] = now
-        if len(out) == 1:  # only rows never counted: their spans are disjoint and ascending
-            return out[0]
-        stale = np.zeros(pool.size, dtype=bool)
-        for pos in out:
-            stale[pos] = True
-        return np.flatnonzero(stale)
+        return stale
 
     def _verdicts(self, rows: np.ndarray, sums: np.ndarray) -> np.ndarray:
         """(n,) int8 legality of rows as far as the grid knows it, stock aside: 1 a box or contained part whose box
@@ -450,13 +440,6 @@ class _Pool:
         self.size, self.slots = last, self.slots + len(made)
         self.slot_of.update(zip(refs, ids.tolist(), strict=True))
         return ids
-
-
-def _spans(spans: np.ndarray) -> np.ndarray:
-    """The positions in ``[start, end)`` spans (k, 2), in order."""
-    lengths = spans[:, 1] - spans[:, 0]
-    ends = np.cumsum(lengths)
-    return np.arange(int(ends[-1]) if len(ends) else 0) + np.repeat(spans[:, 0] - (ends - lengths), lengths)
 
 
 def _grown(array: np.ndarray, length: int) -> np.ndarray:

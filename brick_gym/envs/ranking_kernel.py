@@ -58,3 +58,47 @@ def _pairs(rows, sums, verdicts, spans, sizes, starts, flat, channel):  # pragma
                 r[at], p[at], score[at], key[at], blocked[at] = i, slot, value, penalty - value, maybe
                 at += 1
     return r, p, score, key, blocked
+
+
+@njit(cache=True)
+def stale_rows(active, since, spans, slot_lo, slot_hi, rows, change_lo, change_hi, first):  # pragma: no cover
+    """Ascending pool positions of the rows of the ``active`` slots (ascending slot ids) that must be recounted:
+    every row of a slot never counted (``since`` −1), and the rows whose cell box meets a change made since their
+    slot was counted (changes ``first`` + k are ``change_lo[k]``..``change_hi[k]``; a change is tested against
+    the slot's bounds first, so a slot out of its reach costs no row)."""
+    total = 0
+    for s in active:
+        total += spans[s, 1] - spans[s, 0]
+    out = np.empty(total, np.int64)
+    n = 0
+    reach = np.empty(change_lo.shape[0], np.bool_)
+    for s in active:
+        start, end = spans[s, 0], spans[s, 1]
+        if since[s] < 0:
+            for i in range(start, end):
+                out[n] = i
+                n += 1
+            continue
+        any_reach = False
+        for k in range(change_lo.shape[0]):
+            reach[k] = first + k >= since[s] and _meet(slot_lo[s], slot_hi[s], change_lo[k], change_hi[k])
+            any_reach |= reach[k]
+        if not any_reach:
+            continue
+        for i in range(start, end):
+            for k in range(change_lo.shape[0]):
+                if reach[k] and _meet(rows[i, 2:5], rows[i, 5:8], change_lo[k], change_hi[k]):
+                    out[n] = i
+                    n += 1
+                    break
+    return out[:n]
+
+
+@njit(cache=True, inline="always")
+def _meet(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
+    """Whether two inclusive cell boxes share a cell."""
+    return (
+        lo_a[0] <= hi_b[0] and hi_a[0] >= lo_b[0]
+        and lo_a[1] <= hi_b[1] and hi_a[1] >= lo_b[1]
+        and lo_a[2] <= hi_b[2] and hi_a[2] >= lo_b[2]
+    )  # fmt: skip

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brick_gym.envs.ranking_kernel import BLOCKED_PENALTY, best_pairs
+from brick_gym.envs.ranking_kernel import BLOCKED_PENALTY, best_pairs, stale_rows
 
 COLOURS = 3
 
@@ -78,3 +78,45 @@ def test_rows_outside_the_listed_spans_are_never_paired() -> None:
     spans = np.array([[1, 2], [3, 4]], dtype=np.int64)
     r, *_ = best_pairs(rows, np.ones((4, 8), dtype=np.int64), np.ones(4, np.int8), spans, one, zero, zero, one, 5)
     assert r.tolist() == [1, 3]
+
+
+@st.composite
+def _slots_and_changes(draw):
+    lengths = draw(st.lists(st.integers(0, 5), min_size=1, max_size=8))
+    ends = np.cumsum(lengths)
+    spans = np.column_stack([ends - lengths, ends]).astype(np.int64)
+    m = int(ends[-1])
+    rows = np.zeros((m, 12), dtype=np.int64)
+    low = np.array(draw(st.lists(st.tuples(*[st.integers(0, 6)] * 3), min_size=m, max_size=m)), dtype=np.int64)
+    size = np.array(draw(st.lists(st.tuples(*[st.integers(0, 2)] * 3), min_size=m, max_size=m)), dtype=np.int64)
+    rows[:, 2:5], rows[:, 5:8] = low.reshape(m, 3), (low + size).reshape(m, 3)
+    slot_lo = np.array([rows[a:b, 2:5].min(axis=0) if b > a else [1, 1, 1] for a, b in spans], dtype=np.int64)
+    slot_hi = np.array([rows[a:b, 5:8].max(axis=0) if b > a else [0, 0, 0] for a, b in spans], dtype=np.int64)
+    now = draw(st.integers(0, 4))
+    since = np.array(draw(st.lists(st.integers(-1, now), min_size=len(spans), max_size=len(spans))), dtype=np.int64)
+    changes = [tuple(draw(st.tuples(*[st.integers(0, 7)] * 3))) for _ in range(now)]
+    changes = [(np.array(c), np.array(c) + draw(st.integers(0, 2))) for c in changes]
+    active = np.flatnonzero(draw(st.lists(st.booleans(), min_size=len(spans), max_size=len(spans))))
+    return active, since, spans, slot_lo, slot_hi, rows, changes, now
+
+
+@settings(max_examples=300, deadline=None)
+@given(_slots_and_changes())
+def test_stale_rows_are_the_rows_a_later_change_touches(case) -> None:
+    """Every row of an active slot never counted, and each row of an active slot whose box meets a change made at
+    or after the slot's count, in ascending order; nothing else."""
+    active, since, spans, slot_lo, slot_hi, rows, changes, now = case
+    expected = []
+    for s in active.tolist():
+        for i in range(*spans[s].tolist()):
+            touched = any(
+                k >= since[s] and np.all(rows[i, 2:5] <= hi) and np.all(rows[i, 5:8] >= lo)
+                for k, (lo, hi) in enumerate(changes)
+            )
+            if since[s] < 0 or touched:
+                expected.append(i)
+    first = int(since[active][since[active] >= 0].min()) if (since[active] >= 0).any() else now
+    tail = changes[first:now]
+    lo = np.array([c[0] for c in tail], dtype=np.int64).reshape(-1, 3)
+    hi = np.array([c[1] for c in tail], dtype=np.int64).reshape(-1, 3)
+    assert stale_rows(active, since, spans, slot_lo, slot_hi, rows, lo, hi, first).tolist() == expected

@@ -7,8 +7,6 @@ import pickle
 
 import gymnasium as gym
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import brick_gym.envs  # noqa: F401
 from brick_gym.core.progress import box_sums
@@ -100,16 +98,3 @@ def test_a_pool_copy_shares_no_array_and_lists_every_array_it_has() -> None:
     copy = pool.copy(None, -1)
     assert not any(np.shares_memory(getattr(pool, name), getattr(copy, name)) for name in arrays)
     assert copy.slot_of == pool.slot_of and copy.slot_of is not pool.slot_of
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 6)), max_size=12))
-def test_spans_lists_every_position_of_every_span_in_order(gaps_and_lengths: list[tuple[int, int]]) -> None:
-    from brick_gym.envs.proposals import _spans
-
-    spans, end = [], 0
-    for gap, length in gaps_and_lengths:
-        spans.append((end + gap, end + gap + length))
-        end += gap + length
-    expected = [p for start, stop in spans for p in range(start, stop)]
-    assert _spans(np.array(spans, dtype=np.int64).reshape(-1, 2)).tolist() == expected
