@@ -14,7 +14,7 @@ A connector is *open* iff some (part, source, yaw) placement at it is legal; a p
   hundreds of (source, yaw) of big plates under a covered stud. (Other parts' collisions are mesh tests; those
   are dry runs, each made once: a refusal by collision lasts while pieces are only added.)
 
-Everything else is a dry run through the shared :class:`~brick_gym.envs.codecs.LegalityMemo`.
+Everything else is a dry run through the shared :class:`~brick_gym.envs.legality.LegalityMemo`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from brick_gym.core.occupancy import (
 )
 from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.poses import MAX_COORDINATE_LDU
-from brick_gym.envs.codecs import LegalityMemo
+from brick_gym.envs.legality import LegalityMemo
 from brick_gym.envs.palette import PaletteSlot, mating_combos
 
 _Witness = tuple[str | None, tuple | None, frozenset[str] | None]

@@ -32,7 +32,8 @@ import numpy as np
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.catalog import Connector
 from brick_gym.core.pieces import ConnectorRef, Placement
-from brick_gym.envs.codecs import Decoded, LegalityMemo, View, in_stock, palette_key, shown
+from brick_gym.envs.codecs import Decoded, View, in_stock, palette_key, shown
+from brick_gym.envs.legality import LegalityMemo
 from brick_gym.envs.openings import Openings
 from brick_gym.envs.palette import YAWS, PaletteSlot, mating_combos
 

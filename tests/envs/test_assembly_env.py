@@ -252,7 +252,7 @@ def test_async_vector_env_and_subproc_vec_env() -> None:
 def test_legality_memo_agrees_with_fresh_dry_runs_through_adds_removes_and_undos() -> None:
     from brick_gym.core.assembly import Assembly
     from brick_gym.core.pieces import Placement
-    from brick_gym.envs.codecs import LegalityMemo
+    from brick_gym.envs.legality import LegalityMemo
     from brick_gym.envs.palette import YAWS
 
     rng = np.random.default_rng(0)

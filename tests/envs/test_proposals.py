@@ -232,7 +232,8 @@ def test_any_action_sequence_on_a_target_guided_list_is_safe(actions: list, seed
 def _listed_the_slow_way(base, connector_order) -> list[tuple[int, Placement]]:
     """The candidate list built from objects, every placement dry-run: the ranked placements, then the connector
     order's round-robin without the ranked (slot, part, source, yaw), cut at N legal or the attempt limit."""
-    from brick_gym.envs.codecs import CandidateCodec, LegalityMemo
+    from brick_gym.envs.codecs import CandidateCodec
+    from brick_gym.envs.legality import LegalityMemo
 
     asm, codec, targets = base.assembly, base.codec, base.view.targets
     fresh = CandidateCodec(codec.palette, codec.max_candidates, codec.max_attempts)
