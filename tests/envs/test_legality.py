@@ -14,7 +14,6 @@ from brick_gym.envs.legality import LegalityMemo
 def test_the_memo_keeps_collisions_while_pieces_are_added_and_forgets_them_on_removal() -> None:
     """A collision refusal lasts while pieces are only added (a new piece cannot undo an overlap); a removal near
     it forgets it. Verdicts are geometry only: stock does not refuse them."""
-
     stock = {"3022": {"15": 1}, "3001": {"4": 1}, "3005": {"4": 2}}
     asm = Assembly(Rules(setting("alt-build"), Inventory.from_mapping(stock)))
     asm.add("3022", 15)
@@ -42,7 +41,6 @@ def test_the_memo_keeps_collisions_while_pieces_are_added_and_forgets_them_on_re
 def test_the_memo_keeps_start_verdicts_only_for_an_equal_start_piece() -> None:
     """What the memo knew of a lone start piece is kept for an assembly holding an equal one (same part, pose and
     strictness), and only for it."""
-
     memo = LegalityMemo()
     brick = Placement("3001", 4, ConnectorRef(0, "stud", 0), ("hole", 0), 0.0)
     first = Assembly()
