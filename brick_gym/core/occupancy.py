@@ -227,7 +227,9 @@ def _nominal_box(bounds: tuple[np.ndarray, np.ndarray], *, thin: bool = False) -
             return None
     else:
         bottom = round(hi[1] / 8) * 8.0
-    insets = (lo[0] - x0, x1 - hi[0], lo[2] - z0, z1 - hi[2], bottom - hi[1] if not thin else 0.5)
+    insets = [lo[0] - x0, x1 - hi[0], lo[2] - z0, z1 - hi[2]]
+    if not thin:
+        insets.append(bottom - hi[1])  # a thin part's underside lies inside its one layer, not on a cell boundary
     if max(abs(d - 0.5) for d in insets) > 0.3 or bottom <= 0:
         return None
     if (x1 - x0) % 20 or (z1 - z0) % 20 or bottom % 8 or lo[1] < -4.1:
