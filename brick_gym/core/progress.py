@@ -40,20 +40,28 @@ def box_sums(table: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def _box_sums(table, lo, hi):  # pragma: no cover - compiled
-    channels, nx, nu, nz = table.shape
-    out = np.empty((lo.shape[0], channels), table.dtype)
+    out = np.empty((lo.shape[0], table.shape[0]), table.dtype)
     for r in range(lo.shape[0]):
-        a0, a1, a2 = min(max(lo[r, 0], 0), nx - 1), min(max(lo[r, 1], 0), nu - 1), min(max(lo[r, 2], 0), nz - 1)
-        b0 = max(min(max(hi[r, 0] + 1, 0), nx - 1), a0)
-        b1 = max(min(max(hi[r, 1] + 1, 0), nu - 1), a1)
-        b2 = max(min(max(hi[r, 2] + 1, 0), nz - 1), a2)
-        for k in range(channels):
-            t = table[k]
-            out[r, k] = (
-                t[b0, b1, b2] - t[b0, b1, a2] - t[b0, a1, b2] + t[b0, a1, a2]
-                - t[a0, b1, b2] + t[a0, b1, a2] + t[a0, a1, b2] - t[a0, a1, a2]
-            )  # fmt: skip
+        for k in range(table.shape[0]):
+            out[r, k] = box_total(table[k], lo[r, 0], lo[r, 1], lo[r, 2], hi[r, 0], hi[r, 1], hi[r, 2])
     return out
+
+
+@njit(cache=True, inline="always")
+def box_total(table, x0, u0, z0, x1, u1, z1):  # pragma: no cover - compiled
+    """The total of one summed-volume table (X + 1, U + 1, Z + 1) over the inclusive cell box (x0, u0, z0) ..
+    (x1, u1, z1), clipped to the table: inclusion-exclusion over its 8 corners (compiled code calls it)."""
+    nx, nu, nz = table.shape
+    a0, a1, a2 = min(max(x0, 0), nx - 1), min(max(u0, 0), nu - 1), min(max(z0, 0), nz - 1)
+    b0, b1, b2 = (
+        max(min(max(x1 + 1, 0), nx - 1), a0),
+        max(min(max(u1 + 1, 0), nu - 1), a1),
+        max(min(max(z1 + 1, 0), nz - 1), a2),
+    )
+    return (
+        table[b0, b1, b2] - table[b0, b1, a2] - table[b0, a1, b2] + table[b0, a1, a2]
+        - table[a0, b1, b2] + table[a0, b1, a2] + table[a0, a1, b2] - table[a0, a1, a2]
+    )  # fmt: skip
 
 
 def _slices(lo: np.ndarray, hi: np.ndarray) -> tuple[slice, slice, slice]:
@@ -64,13 +72,21 @@ def _slices(lo: np.ndarray, hi: np.ndarray) -> tuple[slice, slice, slice]:
 def _add_box(tables: np.ndarray, lo: np.ndarray, change: np.ndarray) -> None:
     """Add to summed-volume ``tables`` (channels, X + 1, U + 1, Z + 1) a change confined to the box whose low
     cell is ``lo``, given by its own summed volume ``change`` (channels, nx + 1, ny + 1, nz + 1): every entry
-    beyond the low corner gains the change's total up to it, clamped to the box."""
-    reach = [
-        np.minimum(np.arange(int(lo[d]) + 1, tables.shape[d + 1]) - int(lo[d]), change.shape[d + 1] - 1)
-        for d in range(3)
-    ]
-    block = np.take(np.take(np.take(change, reach[0], axis=1), reach[1], axis=2), reach[2], axis=3)
-    tables[:, int(lo[0]) + 1 :, int(lo[1]) + 1 :, int(lo[2]) + 1 :] += block
+    beyond the low corner gains the change's total up to it, clamped to the box (one compiled pass over those
+    entries; in numpy the clamped block was gathered into a temporary first)."""
+    _add_clamped(tables, int(lo[0]), int(lo[1]), int(lo[2]), change)
+
+
+@njit(cache=True)
+def _add_clamped(tables, i0, j0, k0, change):  # pragma: no cover - compiled
+    top_i, top_j, top_k = change.shape[1] - 1, change.shape[2] - 1, change.shape[3] - 1
+    for c in range(tables.shape[0]):
+        for i in range(i0 + 1, tables.shape[1]):
+            di = min(i - i0, top_i)
+            for j in range(j0 + 1, tables.shape[2]):
+                dj = min(j - j0, top_j)
+                for k in range(k0 + 1, tables.shape[3]):
+                    tables[c, i, j, k] += change[c, di, dj, min(k - k0, top_k)]
 
 
 class TargetProgress:
@@ -301,4 +317,4 @@ class TargetProgress:
             self._all = None  # the tables are kept up to date piece by piece (see _changed)
 
 
-__all__ = ["MARGIN", "TargetProgress", "box_sums", "summed_volume"]
+__all__ = ["MARGIN", "TargetProgress", "box_sums", "box_total", "summed_volume"]

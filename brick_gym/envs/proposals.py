@@ -28,8 +28,8 @@ from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.progress import TargetProgress, box_sums
 from brick_gym.core.voxels import VoxelGrid
 from brick_gym.envs.palette import PaletteSlot, slot_rotation
-from brick_gym.envs.ranking_kernel import best_pairs, stale_rows
-from brick_gym.envs.slot_geometry import BOX, OTHER, slot_geometry
+from brick_gym.envs.ranking_kernel import best_pairs, recount, stale_rows
+from brick_gym.envs.slot_geometry import slot_geometry
 
 
 class TargetRanking:
@@ -136,7 +136,7 @@ class TargetRanking:
         """The pool's rows (every slot met this progress generation, in no particular order), their counts (left,
         built, uncertain, left per colour, an empty colour, built or uncertain over the whole box), their target
         counts, their slot's index in ``targets`` (−1: a slot not listed now), their legality as far as the grid
-        knows it (:meth:`_verdicts`), and the listed slots' [start, end) spans, ascending. The arrays are views of
+        knows it (:meth:`_recount`), and the listed slots' [start, end) spans, ascending. The arrays are views of
         the pool, valid until the next call and copied nowhere: a project's pool holds half a million rows. A
         slot's rows are appended when it first appears; each row's counts are kept and recounted only where a
         piece added since touches it (slots out of reach of the change are not even looked at), so a step costs
@@ -162,9 +162,7 @@ class TargetRanking:
         index[slots] = np.arange(len(targets))
         stale = self._stale(pool, np.flatnonzero(index >= 0), now)
         if len(stale):
-            rows = pool.rows.take(stale, axis=0)
-            pool.sums[stale] = counts = self._count(rows, pool.goals.take(stale, axis=0))
-            pool.verdicts[stale] = self._verdicts(rows, counts)
+            self._recount(pool, stale)
         if at_start and missing:
             self._start_pool = (tuple(targets), next(iter(assembly.pieces.values())), pool.copy(None, -1))
         size = pool.size
@@ -196,40 +194,18 @@ class TargetRanking:
         pool.since[active] = now
         return stale
 
-    def _verdicts(self, rows: np.ndarray, sums: np.ndarray) -> np.ndarray:
-        """(n,) int8 legality of rows as far as the grid knows it, stock aside: 1 a box or contained part whose box
-        meets nothing built or uncertain inside the arrays, 0 a box part meeting a built box part where nothing is
-        uncertain, −1 ask the assembly."""
-        inside = np.all(rows[:, 2:5] >= 0, axis=1) & np.all(rows[:, 5:8] < np.asarray(self.progress.shape), axis=1)
-        free = inside & (rows[:, 9] != OTHER) & (sums[:, -1] == 0)
-        blocked = inside & (rows[:, 9] == BOX) & (sums[:, 2] == 0) & (sums[:, 1] > 0)
-        return np.where(free, 1, np.where(blocked, 0, -1)).astype(np.int8)
-
-    def _count(self, rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
-        """(n, 3 + colours + 2) counts of rows over the progress arrays (parts that do not fill their box over
-        their own cells, but the last column, built or uncertain cells, over the box: what legality asks). Rows
-        whose box misses every change so far are read off their target counts (``goals``): all of a start's
-        slots above its plate, and any row above the build."""
+    def _recount(self, pool: _Pool, stale: np.ndarray) -> None:
+        """Recount the pool's ``stale`` rows in place (:func:`~brick_gym.envs.ranking_kernel.recount`): counts
+        over the progress arrays (parts that do not fill their box over their own cells, but the last column,
+        built or uncertain cells, over the box: what legality asks), read off the target counts for rows whose
+        box misses every change so far (all of a start's slots above its plate, and any row above the build), and
+        the verdicts the grid gives."""
         progress = self.progress
-        colours = len(progress.colours)
-        sums = np.zeros((len(rows), 3 + colours + 2), dtype=np.int64)
-        sums[:, 0], sums[:, 3 : 3 + colours] = goals[:, 0], goals[:, 1:]
-        if progress.changed is None:
-            return sums
-        lo, hi = progress.changed
-        touched = np.flatnonzero(np.all(rows[:, 2:5] <= hi, axis=1) & np.all(rows[:, 5:8] >= lo, axis=1))
-        if not len(touched):
-            return sums
-        rows = rows.take(touched, axis=0)
-        a, b = rows[:, 2:5], rows[:, 5:8]
-        main = box_sums(progress.tables(), a, b)
-        counts = np.concatenate([main, box_sums(progress.colour_tables(), a, b), main[:, 1:2] + main[:, 2:3]], axis=1)
-        slopes = np.flatnonzero(rows[:, 8] >= 0)
-        if len(slopes):
-            cells = progress.all_channels()
-            counts[slopes, : cells.shape[0]] = self.geometry.shape_counts(rows[slopes], cells)
-        sums[touched] = counts
-        return sums
+        changed = progress.changed is not None
+        change = np.array(progress.changed if changed else ((0, 0, 0), (0, 0, 0)), dtype=np.int64)
+        offsets, valid = self.geometry.padded_shapes()
+        recount(stale, pool.rows, pool.goals, pool.sums, pool.verdicts, progress.tables(), progress.colour_tables(),
+                progress.channels(), progress.colour_channels(), offsets, valid, change, changed)  # fmt: skip
 
     def _rows(self, assembly: Assembly, refs: Sequence[ConnectorRef]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per slot of ``refs``, its rows (:class:`~brick_gym.envs.slot_geometry.SlotGeometry`, boxes in cells of

@@ -1,16 +1,21 @@
-"""The compiled first cut of a target ranking (numba, ``cache=True``): every (row, palette slot) pair that would
-fill some unbuilt target cell, scored, and the best ``keep`` of them (with every tie of the last) kept.
+"""The compiled passes of a target ranking (numba, ``cache=True``) over its pool of placements, in place:
+:func:`best_pairs`, the first cut (every (row, palette slot) pair that would fill some unbuilt target cell, scored,
+the best ``keep`` and their ties kept); :func:`stale_rows`, the rows a new piece makes stale; :func:`recount`,
+their counts and grid verdicts.
 
 Why: a ranking pairs each row of the slots listed now with every in-stock palette slot of its part (about 20,000
-pairs on a base plate; a project's pool holds half a million rows, a fifth of them listed), and in numpy that took
-a copy of the listed rows, a repeat per part and several passes over memory. Here it is one pass over the listed
-rows in place; the partition and the exact sort of the few kept pairs stay in numpy.
+pairs on a base plate; a project's pool holds half a million rows, a fifth of them listed), and in numpy each step
+copied the listed rows, repeated them per part and made a temporary per formula term, each a pass over memory.
+The partition and the exact sort of the few kept pairs stay in numpy.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from brick_gym.core.progress import box_total
+from brick_gym.envs.slot_geometry import BOX, OTHER
 
 BLOCKED_PENALTY = 10.0
 """Added to the sort key of a pair that may be blocked (it meets a built cell where the grid is not certain): such
@@ -102,3 +107,48 @@ def _meet(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
         and lo_a[1] <= hi_b[1] and hi_a[1] >= lo_b[1]
         and lo_a[2] <= hi_b[2] and hi_a[2] >= lo_b[2]
     )  # fmt: skip
+
+
+@njit(cache=True)
+def recount(stale, rows, goals, sums, verdicts, tables, colour_tables, channels, colour_channels, offsets, valid,
+            change, changed):  # fmt: skip  # pragma: no cover - compiled
+    """Recount the pool rows ``stale`` in place: their ``sums`` (left, built, uncertain, left per colour, an empty
+    colour, built or uncertain over the whole box) and ``verdicts`` (1 a box or contained part meeting nothing
+    built or uncertain inside the arrays, 0 a box part meeting a built box part where nothing is uncertain, −1 ask
+    the assembly). A row whose box misses the build's box ``change`` (lo, hi; ``changed`` False before any
+    change) is read off its target counts ``goals``; the others are counted over the summed-volume ``tables``
+    (3) and ``colour_tables`` (colours + 1), a slope (``rows[:, 8]`` a shape code) over its own cells in
+    ``channels`` and ``colour_channels`` (``offsets``/``valid``: the padded shapes), its last count still over
+    its box (what legality asks)."""
+    colours = colour_channels.shape[0]
+    nx, nu, nz = channels.shape[1], channels.shape[2], channels.shape[3]
+    last = sums.shape[1] - 1
+    for i in stale:
+        sums[i, :] = 0
+        sums[i, 0] = goals[i, 0]
+        for k in range(colours):
+            sums[i, 3 + k] = goals[i, 1 + k]
+        x0, u0, z0, x1, u1, z1 = rows[i, 2], rows[i, 3], rows[i, 4], rows[i, 5], rows[i, 6], rows[i, 7]
+        if changed and _meet(rows[i, 2:5], rows[i, 5:8], change[0], change[1]):
+            for k in range(3):
+                sums[i, k] = box_total(tables[k], x0, u0, z0, x1, u1, z1)
+            for k in range(colours + 1):
+                sums[i, 3 + k] = box_total(colour_tables[k], x0, u0, z0, x1, u1, z1)
+            sums[i, last] = sums[i, 1] + sums[i, 2]
+            code = rows[i, 8]
+            if code >= 0:
+                sums[i, : 3 + colours] = 0
+                for m in range(offsets.shape[1]):
+                    x, u, z = x0 + offsets[code, m, 0], u0 + offsets[code, m, 1], z0 + offsets[code, m, 2]
+                    if valid[code, m] and 0 <= x < nx and 0 <= u < nu and 0 <= z < nz:
+                        for k in range(3):
+                            sums[i, k] += channels[k, x, u, z]
+                        for k in range(colours):
+                            sums[i, 3 + k] += colour_channels[k, x, u, z]
+        inside = x0 >= 0 and u0 >= 0 and z0 >= 0 and x1 < nx and u1 < nu and z1 < nz
+        if inside and rows[i, 9] != OTHER and sums[i, last] == 0:
+            verdicts[i] = 1
+        elif inside and rows[i, 9] == BOX and sums[i, 2] == 0 and sums[i, 1] > 0:
+            verdicts[i] = 0
+        else:
+            verdicts[i] = -1

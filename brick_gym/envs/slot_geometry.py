@@ -243,14 +243,7 @@ class SlotGeometry:
         """(n, channels) totals of boolean arrays (channels, X, U, Z) over the own cells of non-box ``rows`` (their
         boxes in the arrays' indices; cells outside the arrays count nothing), every row at once: shapes padded
         to the longest, one gather."""
-        if self._padded is None or len(self._padded[0]) != len(self.shapes):
-            longest = max(len(o) for o in self.shapes)
-            offsets = np.zeros((len(self.shapes), longest, 3), dtype=np.int64)
-            valid = np.zeros((len(self.shapes), longest), dtype=bool)
-            for code, o in enumerate(self.shapes):
-                offsets[code, : len(o)], valid[code, : len(o)] = o, True
-            self._padded = offsets, valid
-        offsets, valid = self._padded
+        offsets, valid = self.padded_shapes()
         codes = rows[:, 8]
         pts = rows[:, None, 2:5] + offsets[codes]  # (n, m, 3)
         dims = np.asarray(cells.shape[1:])
@@ -258,6 +251,18 @@ class SlotGeometry:
         flat = np.where(ok, (pts[..., 0] * dims[1] + pts[..., 1]) * dims[2] + pts[..., 2], 0)
         picked = np.take(cells.reshape(cells.shape[0], -1), flat, axis=1) & ok  # (channels, n, m)
         return picked.sum(axis=-1).T
+
+    def padded_shapes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets (codes, m, 3), valid (codes, m)): every shape's cell offsets padded to the longest, remade
+        when a shape is added (what the compiled recount reads a slope's own cells from)."""
+        if self._padded is None or len(self._padded[0]) != len(self.shapes):
+            longest = max((len(o) for o in self.shapes), default=1)
+            offsets = np.zeros((len(self.shapes), longest, 3), dtype=np.int64)
+            valid = np.zeros((len(self.shapes), longest), dtype=bool)
+            for code, o in enumerate(self.shapes):
+                offsets[code, : len(o)], valid[code, : len(o)] = o, True
+            self._padded = offsets, valid
+        return self._padded
 
     def _remember(self, key: tuple, rows: np.ndarray) -> np.ndarray:
         if len(self._frames) >= MAX_FRAMES:

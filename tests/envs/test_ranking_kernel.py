@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brick_gym.envs.ranking_kernel import BLOCKED_PENALTY, best_pairs, stale_rows
+from brick_gym.envs.ranking_kernel import BLOCKED_PENALTY, best_pairs, recount, stale_rows
+from brick_gym.envs.slot_geometry import BOX, CONTAINED, OTHER
 
 COLOURS = 3
 
@@ -120,3 +122,43 @@ def test_stale_rows_are_the_rows_a_later_change_touches(case) -> None:
     lo = np.array([c[0] for c in tail], dtype=np.int64).reshape(-1, 3)
     hi = np.array([c[1] for c in tail], dtype=np.int64).reshape(-1, 3)
     assert stale_rows(active, since, spans, slot_lo, slot_hi, rows, lo, hi, first).tolist() == expected
+
+
+def _recounted(kind: int, box: tuple[int, ...], built: tuple[int, int, int] | None, uncertain: bool) -> int:
+    """The verdict ``recount`` gives one row of ``kind`` over cell ``box`` of a 4×4×4 grid with one target colour,
+    where cell ``built`` is built (and uncertain too when ``uncertain``)."""
+    from brick_gym.core.progress import summed_volume
+
+    channels = np.zeros((3, 4, 4, 4), dtype=bool)  # left, built, uncertain
+    if built is not None:
+        channels[1][built] = True
+        channels[2][built] = uncertain
+    colour_channels = np.zeros((1, 4, 4, 4), dtype=bool)
+    colour_tables = summed_volume(np.concatenate([colour_channels, np.zeros((1, 4, 4, 4), dtype=bool)]))
+    rows = np.zeros((1, 12), dtype=np.int64)
+    rows[0, 2:8], rows[0, 8], rows[0, 9], rows[0, 10] = box, -1, kind, 1
+    sums, verdicts = np.zeros((1, 6), dtype=np.int64), np.zeros(1, dtype=np.int8)
+    change = np.array([[0, 0, 0], [3, 3, 3]], dtype=np.int64)
+    offsets, valid = np.zeros((1, 1, 3), dtype=np.int64), np.zeros((1, 1), dtype=bool)
+    tables, goals = summed_volume(channels), np.zeros((1, 2), dtype=np.int64)
+    recount(np.zeros(1, dtype=np.int64), rows, goals, sums, verdicts, tables, colour_tables, channels,
+            colour_channels, offsets, valid, change, True)  # fmt: skip
+    return int(verdicts[0])
+
+
+@pytest.mark.parametrize(
+    ("kind", "box", "built", "uncertain", "verdict"),
+    [
+        (BOX, (0, 0, 0, 1, 1, 1), None, False, 1),  # meets nothing: legal without a dry run
+        (CONTAINED, (0, 0, 0, 1, 1, 1), None, False, 1),
+        (OTHER, (0, 0, 0, 1, 1, 1), None, False, -1),  # off the lattice: the assembly decides
+        (BOX, (0, 0, 0, 1, 1, 1), (1, 1, 1), False, 0),  # a box part meeting a built box part collides
+        (CONTAINED, (0, 0, 0, 1, 1, 1), (1, 1, 1), False, -1),  # a slope may pass beside it: ask
+        (BOX, (0, 0, 0, 1, 1, 1), (1, 1, 1), True, -1),  # built but uncertain there: ask
+        (BOX, (2, 2, 2, 4, 3, 3), None, False, -1),  # leaves the arrays: ask
+    ],
+)
+def test_recount_gives_the_grid_verdicts(
+    kind: int, box: tuple, built: tuple | None, uncertain: bool, verdict: int
+) -> None:
+    assert _recounted(kind, box, built, uncertain) == verdict
