@@ -172,7 +172,7 @@ class SlotGeometry:
         self.table = _table(self.stems)
         self._row_base = np.cumsum([0] + [len(o.local) for o in self.stems[:-1]]).astype(np.int64)
         """Index of each part's first row in the table (rows are part-major, then source * 4 + yaw)."""
-        self._mates: dict[tuple[str, str, str | None], np.ndarray] = {}
+        self._mates: dict[tuple[str, str, str | None], tuple[np.ndarray, bool]] = {}
         self.shapes: list[np.ndarray] = []
         """Cell offsets from the box's low corner of a non-box part in one orientation (rows' shape column)."""
         self._shape_of: dict[tuple[str, bytes], int] = {}
@@ -198,9 +198,9 @@ class SlotGeometry:
             if hit is not None:
                 out[n] = hit
                 continue
-            sel = np.flatnonzero(self._mating_rows(connector))
+            sel, every_upright = self._mating_rows(connector)
             q_frame = quarter_turns(frame)
-            if q_frame is not None and np.all(t.quarters[sel] >= 0):
+            if q_frame is not None and every_upright:
                 upright.append((n, key, frame, sel, q_frame))
                 continue
             poses = frame @ t.local[sel]  # off the upright lattice: the assembly decides
@@ -316,12 +316,14 @@ class SlotGeometry:
             code = self._shape_of[key] = len(self.shapes) - 1
         return code
 
-    def _mating_rows(self, target: Connector) -> np.ndarray:
-        """Which table rows have a source that mates ``target`` (memoised per connector type)."""
+    def _mating_rows(self, target: Connector) -> tuple[np.ndarray, bool]:
+        """The table rows whose source mates ``target``, and whether each of them keeps the part upright on an
+        upright connector (memoised per connector type: a step meets the same few types again and again)."""
         key = (target.kind, target.subtype, target.polarity)
         hit = self._mates.get(key)
         if hit is None:
-            hit = self._mates[key] = np.array([cx.mates(target, c) for c in self.table.source], dtype=bool)
+            sel = np.flatnonzero([cx.mates(target, c) for c in self.table.source])
+            hit = self._mates[key] = (sel, bool(np.all(self.table.quarters[sel] >= 0)))
         return hit
 
 
