@@ -48,7 +48,7 @@ def _box_sums(table, lo, hi):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def box_total(table, x0, u0, z0, x1, u1, z1):  # pragma: no cover - compiled
+def box_total(table: np.ndarray, x0: int, u0: int, z0: int, x1: int, u1: int, z1: int) -> int:  # pragma: no cover
     """The total of one summed-volume table (X + 1, U + 1, Z + 1) over the inclusive cell box (x0, u0, z0) ..
     (x1, u1, z1), clipped to the table: inclusion-exclusion over its 8 corners (compiled code calls it)."""
     nx, nu, nz = table.shape

@@ -22,7 +22,17 @@ BLOCKED_PENALTY = 10.0
 pairs come after every free one, whose keys lie in [-2, 0)."""
 
 
-def best_pairs(rows, sums, verdicts, spans, sizes, starts, flat, channel, keep):
+def best_pairs(
+    rows: np.ndarray,
+    sums: np.ndarray,
+    verdicts: np.ndarray,
+    spans: np.ndarray,
+    sizes: np.ndarray,
+    starts: np.ndarray,
+    flat: np.ndarray,
+    channel: np.ndarray,
+    keep: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(rows, palette slots, scores, maybe blocked) of the best pairs among the rows of ``spans`` ((k, 2) [start,
     end) ranges of pool positions, ascending and disjoint: the slots listed now), rows ascending and slots ascending
     within a row. A row takes part when it fills an unbuilt target cell (``sums[:, 0] > 0``) and is not known to
@@ -66,7 +76,17 @@ def _pairs(rows, sums, verdicts, spans, sizes, starts, flat, channel):  # pragma
 
 
 @njit(cache=True)
-def stale_rows(active, since, spans, slot_lo, slot_hi, rows, change_lo, change_hi, first):  # pragma: no cover
+def stale_rows(  # pragma: no cover - compiled
+    active: np.ndarray,
+    since: np.ndarray,
+    spans: np.ndarray,
+    slot_lo: np.ndarray,
+    slot_hi: np.ndarray,
+    rows: np.ndarray,
+    change_lo: np.ndarray,
+    change_hi: np.ndarray,
+    first: int,
+) -> np.ndarray:
     """Ascending pool positions of the rows of the ``active`` slots (ascending slot ids) that must be recounted:
     every row of a slot never counted (``since`` −1), and the rows whose cell box meets a change made since their
     slot was counted (changes ``first`` + k are ``change_lo[k]``..``change_hi[k]``; a change is tested against
@@ -110,8 +130,21 @@ def _meet(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def recount(stale, rows, goals, sums, verdicts, tables, colour_tables, channels, colour_channels, offsets, valid,
-            change, changed):  # fmt: skip  # pragma: no cover - compiled
+def recount(  # pragma: no cover - compiled
+    stale: np.ndarray,
+    rows: np.ndarray,
+    goals: np.ndarray,
+    sums: np.ndarray,
+    verdicts: np.ndarray,
+    tables: np.ndarray,
+    colour_tables: np.ndarray,
+    channels: np.ndarray,
+    colour_channels: np.ndarray,
+    offsets: np.ndarray,
+    valid: np.ndarray,
+    change: np.ndarray,
+    changed: bool,
+) -> None:
     """Recount the pool rows ``stale`` in place: their ``sums`` (left, built, uncertain, left per colour, an empty
     colour, built or uncertain over the whole box) and ``verdicts`` (1 a box or contained part meeting nothing
     built or uncertain inside the arrays, 0 a box part meeting a built box part where nothing is uncertain, −1 ask
@@ -152,3 +185,6 @@ def recount(stale, rows, goals, sums, verdicts, tables, colour_tables, channels,
             verdicts[i] = 0
         else:
             verdicts[i] = -1
+
+
+__all__ = ["BLOCKED_PENALTY", "best_pairs", "recount", "stale_rows"]
