@@ -28,7 +28,7 @@ from brick_gym.core.pieces import ConnectorRef, Placement
 from brick_gym.core.progress import TargetProgress, box_sums
 from brick_gym.core.voxels import VoxelGrid
 from brick_gym.envs.palette import PaletteSlot, slot_rotation
-from brick_gym.envs.ranking_kernel import best_pairs, recount, stale_rows
+from brick_gym.envs.ranking_kernel import best_pairs, first_distinct, recount, stale_rows
 from brick_gym.envs.slot_geometry import slot_geometry
 
 
@@ -84,7 +84,7 @@ class TargetRanking:
         )
         order = np.lexsort((rows[r, 1], p, t_of[r], -rows[r, 10], -score, maybe_blocked))
         r, p = r[order], p[order]
-        first = _first_of_each(np.column_stack([p, rows[r, 2:9]]))[:limit]
+        first = first_distinct(np.column_stack([p, rows[r, 2:9]]), limit)  # a part in a colour, once per cells
         return Offers(self, assembly, targets, rows, goals, t_of, verdicts, stock_mask, r[first], p[first])
 
     def slot_pairs(self, rows: np.ndarray, picked: np.ndarray, stock: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -423,22 +423,6 @@ def _grown(array: np.ndarray, length: int) -> np.ndarray:
     out = np.zeros((length, *array.shape[1:]), dtype=array.dtype)
     out[: len(array)] = array
     return out
-
-
-def _first_of_each(keys: np.ndarray) -> np.ndarray:
-    """Ascending positions of the first row of each distinct row of ``keys`` (n, k) ints."""
-    if len(keys) < 2:
-        return np.arange(len(keys))
-    low = keys.min(axis=0)
-    span = keys.max(axis=0) - low + 1
-    if float(np.prod(span.astype(np.float64))) < 2.0**62:  # one integer per row: a 1-D unique
-        weights = np.cumprod(np.concatenate([[1], span[:0:-1]]))[::-1]  # mixed radix, last column fastest
-        return np.sort(np.unique((keys - low) @ weights, return_index=True)[1])
-    order = np.lexsort(keys.T[::-1])  # stable: within equal keys, the earliest position comes first
-    ordered = keys[order]
-    new = np.ones(len(keys), dtype=bool)
-    new[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
-    return np.sort(order[new])
 
 
 def _same_piece(a: object, b: object) -> bool:

@@ -1,7 +1,7 @@
 """The compiled passes of a target ranking (numba, ``cache=True``) over its pool of placements, in place:
 :func:`best_pairs`, the first cut (every (row, palette slot) pair that would fill some unbuilt target cell, scored,
 the best ``keep`` and their ties kept); :func:`stale_rows`, the rows a new piece makes stale; :func:`recount`,
-their counts and grid verdicts.
+their counts and grid verdicts; :func:`first_distinct`, the first of each kept placement in ranked order.
 
 Why: a ranking pairs each row of the slots listed now with every in-stock palette slot of its part (about 20,000
 pairs on a base plate; a project's pool holds half a million rows, a fifth of them listed), and in numpy each step
@@ -187,4 +187,41 @@ def recount(  # pragma: no cover - compiled
             verdicts[i] = -1
 
 
-__all__ = ["BLOCKED_PENALTY", "best_pairs", "recount", "stale_rows"]
+@njit(cache=True)
+def first_distinct(keys: np.ndarray, limit: int) -> np.ndarray:  # pragma: no cover - compiled
+    """Ascending positions of the first occurrence of each distinct row of ``keys`` (n, k) ints, the first
+    ``limit`` of them: the scan stops there, so a ranked list of thousands that keeps a few hundred reads only as
+    far as it must. Rows go into an open-addressing table of positions sized for ``limit`` entries (a hash, then
+    a comparison of whole rows: exact)."""
+    wanted = min(limit, keys.shape[0])
+    size = 4
+    while size < 2 * wanted:
+        size *= 2
+    table = np.full(size, -1, np.int64)
+    out = np.empty(wanted, np.int64)
+    n = 0
+    for i in range(keys.shape[0]):
+        if n == wanted:
+            break
+        h = np.int64(0)
+        for c in range(keys.shape[1]):
+            h = h * np.int64(1_000_003) + keys[i, c]
+        at = (h ^ (h >> 29)) & (size - 1)
+        while table[at] >= 0 and not _same_row(keys, table[at], i):
+            at = (at + 1) & (size - 1)
+        if table[at] < 0:
+            table[at] = i
+            out[n] = i
+            n += 1
+    return out[:n]
+
+
+@njit(cache=True, inline="always")
+def _same_row(keys, a, b):  # pragma: no cover - compiled
+    for c in range(keys.shape[1]):  # noqa: SIM110 - a loop compiles to compares; all() of a generator allocates
+        if keys[a, c] != keys[b, c]:
+            return False
+    return True
+
+
+__all__ = ["BLOCKED_PENALTY", "best_pairs", "first_distinct", "recount", "stale_rows"]

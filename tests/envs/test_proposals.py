@@ -262,20 +262,3 @@ def test_the_array_listing_is_the_object_listing_with_every_verdict_a_dry_run(ra
         assert base.view.candidates == _listed_the_slow_way(base, connector_order)
         states += 1
     assert states > 40
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    st.lists(
-        st.lists(st.integers(-(2**40), 2**40) | st.integers(-3, 3), min_size=3, max_size=3), min_size=0, max_size=60
-    )
-)
-def test_first_of_each_keeps_the_first_position_of_every_distinct_row(keys: list) -> None:
-    """Small value ranges take the one-integer path, huge ones the column sort: both give first occurrences."""
-    from brick_gym.envs.proposals import _first_of_each
-
-    array = np.array(keys, dtype=np.int64).reshape(-1, 3)
-    first: dict[tuple, int] = {}
-    for n, row in enumerate(map(tuple, array.tolist())):
-        first.setdefault(row, n)
-    assert _first_of_each(array).tolist() == sorted(first.values())

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brick_gym.envs.ranking_kernel import BLOCKED_PENALTY, best_pairs, recount, stale_rows
+from brick_gym.envs.ranking_kernel import BLOCKED_PENALTY, best_pairs, first_distinct, recount, stale_rows
 from brick_gym.envs.slot_geometry import BOX, CONTAINED, OTHER
 
 COLOURS = 3
@@ -162,3 +162,20 @@ def test_recount_gives_the_grid_verdicts(
     kind: int, box: tuple, built: tuple | None, uncertain: bool, verdict: int
 ) -> None:
     assert _recounted(kind, box, built, uncertain) == verdict
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(-(2**40), 2**40) | st.integers(-3, 3), min_size=3, max_size=3), min_size=0, max_size=60
+    ),
+    st.none() | st.integers(1, 70),
+)
+def test_first_distinct_keeps_the_first_position_of_every_distinct_row(keys: list, limit: int | None) -> None:
+    """Small and huge values (hash collisions in a small table are resolved by comparing rows): first
+    occurrences, the first ``limit`` of them."""
+    array = np.array(keys, dtype=np.int64).reshape(-1, 3)
+    first: dict[tuple, int] = {}
+    for n, row in enumerate(map(tuple, array.tolist())):
+        first.setdefault(row, n)
+    assert first_distinct(array, len(array) if limit is None else limit).tolist() == sorted(first.values())[:limit]
