@@ -64,6 +64,21 @@ def box_total(table: np.ndarray, x0: int, u0: int, z0: int, x1: int, u1: int, z1
     )  # fmt: skip
 
 
+@njit(cache=True, inline="always")
+def own_cells_total(  # pragma: no cover - compiled
+    cells: np.ndarray, k: int, code: int, x0: int, u0: int, z0: int, offsets: np.ndarray, valid: np.ndarray
+) -> int:
+    """How many of channel ``k`` of boolean arrays (channels, X, U, Z) are set over the own cells of shape ``code``
+    (``offsets``/``valid``: the padded shapes of :meth:`~brick_gym.envs.slot_geometry.SlotGeometry.padded_shapes`)
+    with its box's low cell at (x0, u0, z0); cells outside the arrays count nothing (compiled code calls it)."""
+    total = 0
+    for m in range(offsets.shape[1]):
+        x, u, z = x0 + offsets[code, m, 0], u0 + offsets[code, m, 1], z0 + offsets[code, m, 2]
+        if valid[code, m] and 0 <= x < cells.shape[1] and 0 <= u < cells.shape[2] and 0 <= z < cells.shape[3]:
+            total += cells[k, x, u, z]
+    return total
+
+
 def _slices(lo: np.ndarray, hi: np.ndarray) -> tuple[slice, slice, slice]:
     """The index of the inclusive cell box ``[lo, hi]`` in the arrays."""
     return tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))  # type: ignore[return-value]
@@ -317,4 +332,4 @@ class TargetProgress:
             self._all = None  # the tables are kept up to date piece by piece (see _changed)
 
 
-__all__ = ["MARGIN", "TargetProgress", "box_sums", "box_total", "summed_volume"]
+__all__ = ["MARGIN", "TargetProgress", "box_sums", "box_total", "own_cells_total", "summed_volume"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from brick_gym.core.progress import box_total
+from brick_gym.core.progress import box_total, own_cells_total
 from brick_gym.envs.slot_geometry import BOX, OTHER
 
 BLOCKED_PENALTY = 10.0
@@ -170,14 +170,10 @@ def recount(  # pragma: no cover - compiled
             sums[i, last] = sums[i, 1] + sums[i, 2]
             code = rows[i, 8]
             if code >= 0:
-                sums[i, : 3 + colours] = 0
-                for m in range(offsets.shape[1]):
-                    x, u, z = x0 + offsets[code, m, 0], u0 + offsets[code, m, 1], z0 + offsets[code, m, 2]
-                    if valid[code, m] and 0 <= x < nx and 0 <= u < nu and 0 <= z < nz:
-                        for k in range(3):
-                            sums[i, k] += channels[k, x, u, z]
-                        for k in range(colours):
-                            sums[i, 3 + k] += colour_channels[k, x, u, z]
+                for k in range(3):
+                    sums[i, k] = own_cells_total(channels, k, code, x0, u0, z0, offsets, valid)
+                for k in range(colours):
+                    sums[i, 3 + k] = own_cells_total(colour_channels, k, code, x0, u0, z0, offsets, valid)
         inside = x0 >= 0 and u0 >= 0 and z0 >= 0 and x1 < nx and u1 < nu and z1 < nz
         if inside and rows[i, 9] != OTHER and sums[i, last] == 0:
             verdicts[i] = 1

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 
 import numpy as np
+from numba import njit
 
 from brick_gym.core import connectors as cx
 from brick_gym.core.catalog import Connector
 from brick_gym.core.occupancy import box_shape, contained_shape, quarter_turns
+from brick_gym.core.progress import own_cells_total
 from brick_gym.core.voxels import cell_ranges, fills_its_box, voxelize, world_bounds
 from brick_gym.envs.palette import YAWS, PaletteSlot
 
@@ -241,16 +243,10 @@ class SlotGeometry:
 
     def shape_counts(self, rows: np.ndarray, cells: np.ndarray) -> np.ndarray:
         """(n, channels) totals of boolean arrays (channels, X, U, Z) over the own cells of non-box ``rows`` (their
-        boxes in the arrays' indices; cells outside the arrays count nothing), every row at once: shapes padded
-        to the longest, one gather."""
+        boxes in the arrays' indices; cells outside the arrays count nothing), in one compiled pass that shares
+        its per-shape count with the ranking's recount (:func:`~brick_gym.core.progress.own_cells_total`)."""
         offsets, valid = self.padded_shapes()
-        codes = rows[:, 8]
-        pts = rows[:, None, 2:5] + offsets[codes]  # (n, m, 3)
-        dims = np.asarray(cells.shape[1:])
-        ok = valid[codes] & np.all((pts >= 0) & (pts < dims), axis=-1)
-        flat = np.where(ok, (pts[..., 0] * dims[1] + pts[..., 1]) * dims[2] + pts[..., 2], 0)
-        picked = np.take(cells.reshape(cells.shape[0], -1), flat, axis=1) & ok  # (channels, n, m)
-        return picked.sum(axis=-1).T
+        return _shape_counts(np.ascontiguousarray(rows, dtype=np.int64), cells, offsets, valid)
 
     def padded_shapes(self) -> tuple[np.ndarray, np.ndarray]:
         """(offsets (codes, m, 3), valid (codes, m)): every shape's cell offsets padded to the longest, remade
@@ -325,6 +321,15 @@ class SlotGeometry:
             sel = np.flatnonzero([cx.mates(target, c) for c in self.table.source])
             hit = self._mates[key] = (sel, bool(np.all(self.table.quarters[sel] >= 0)))
         return hit
+
+
+@njit(cache=True)
+def _shape_counts(rows, cells, offsets, valid):  # pragma: no cover - compiled
+    out = np.empty((rows.shape[0], cells.shape[0]), np.int64)
+    for r in range(rows.shape[0]):
+        for k in range(cells.shape[0]):
+            out[r, k] = own_cells_total(cells, k, rows[r, 8], rows[r, 2], rows[r, 3], rows[r, 4], offsets, valid)
+    return out
 
 
 @lru_cache(maxsize=8)

@@ -122,3 +122,22 @@ def test_summed_tables_kept_piece_by_piece_equal_a_recount(kind: str) -> None:
             if terminated or truncated:
                 break
     assert checked > 20
+
+
+def test_own_cells_total_counts_only_a_shapes_own_cells_inside_the_arrays() -> None:
+    """A short shape padded to a longer one counts its own cells only; cells outside the arrays count nothing."""
+    from brick_gym.core.progress import own_cells_total
+
+    cells = np.ones((2, 4, 4, 4), dtype=bool)
+    cells[1] = False
+    cells[1, 0, 0, 0] = True
+    offsets = np.zeros((2, 3, 3), dtype=np.int64)
+    offsets[0] = [[0, 0, 0], [1, 0, 0], [0, 1, 0]]
+    valid = np.array([[True, True, True], [True, False, False]])  # shape 1: one cell, padded with (0, 0, 0)
+    assert own_cells_total(cells, 0, 0, 0, 0, 0, offsets, valid) == 3
+    assert own_cells_total(cells, 0, 1, 0, 0, 0, offsets, valid) == 1
+    assert own_cells_total(cells, 1, 0, 0, 0, 0, offsets, valid) == 1  # channel 1 has only (0, 0, 0)
+    assert own_cells_total(cells, 0, 0, 3, 0, 0, offsets, valid) == 2  # (4, 0, 0) lies outside
+    assert own_cells_total(cells, 0, 0, -1, 0, 0, offsets, valid) == 1  # (-1, 0, 0) and (-1, 1, 0) outside
+    assert own_cells_total(cells, 0, 0, 0, 0, -1, offsets, valid) == 0  # every cell below z = 0
+    assert own_cells_total(cells, 0, 0, 0, -1, 0, offsets, valid) == 1  # only (0, 0, 0) of u = -1 .. 0

@@ -70,9 +70,19 @@ def _recount(ranking, rows: np.ndarray) -> np.ndarray:
     out = np.concatenate([main, box_sums(progress.colour_tables(), a, b), main[:, 1:2] + main[:, 2:3]], axis=1)
     slopes = np.flatnonzero(rows[:, 8] >= 0)
     if len(slopes):
-        cells = progress.all_channels()
-        out[slopes, : cells.shape[0]] = ranking.geometry.shape_counts(rows[slopes], cells)
+        cells = np.concatenate([progress.channels(), progress.colour_channels()])
+        out[slopes, : cells.shape[0]] = _own_cell_counts(ranking.geometry, rows[slopes], cells)
     return out
+
+
+def _own_cell_counts(geometry, rows: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """(n, channels) of ``cells`` over each row's own cells, gathered in numpy (independent of the compiled count)."""
+    offsets, valid = geometry.padded_shapes()
+    pts = rows[:, None, 2:5] + offsets[rows[:, 8]]  # (n, m, 3)
+    dims = np.asarray(cells.shape[1:])
+    ok = valid[rows[:, 8]] & np.all((pts >= 0) & (pts < dims), axis=-1)
+    flat = np.where(ok, (pts[..., 0] * dims[1] + pts[..., 1]) * dims[2] + pts[..., 2], 0)
+    return (np.take(cells.reshape(cells.shape[0], -1), flat, axis=1) & ok).sum(axis=-1).T
 
 
 def test_kept_counts_equal_a_recount_of_every_row(random_states) -> None:
