@@ -161,7 +161,6 @@ class TargetProgress:
         self._channels_revision = -1
         self._tables: np.ndarray | None = None
         self._colour_tables: np.ndarray | None = None
-        self._all: np.ndarray | None = None
 
     # ----- keeping up --------------------------------------------------------------------------------------
     def sync(self, assembly: Any) -> None:
@@ -299,13 +298,6 @@ class TargetProgress:
         assert self._colour_channels is not None
         return self._colour_channels
 
-    def all_channels(self) -> np.ndarray:
-        """:meth:`channels` then :meth:`colour_channels` in one array (memoised per revision)."""
-        self._refresh()
-        if self._all is None:
-            self._all = np.concatenate([self._channels, self._colour_channels])  # type: ignore[list-item]
-        return self._all
-
     def tables(self) -> np.ndarray:
         """Summed-volume tables of :meth:`channels`."""
         self._refresh()
@@ -328,8 +320,7 @@ class TargetProgress:
             left = self.goal & ~self.built
             self._channels = np.stack([left, self.built, self.uncertain > 0])
             self._colour_channels = self.goal_by_colour & ~self.built[None]
-            self._channels_revision = self._revision
-            self._all = None  # the tables are kept up to date piece by piece (see _changed)
+            self._channels_revision = self._revision  # the tables are kept up to date piece by piece (_changed)
 
 
 __all__ = ["MARGIN", "TargetProgress", "box_sums", "box_total", "own_cells_total", "summed_volume"]
