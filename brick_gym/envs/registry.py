@@ -71,16 +71,24 @@ SET_CONFIG = EnvConfig(max_pieces=4000, max_steps=5000, max_targets=512)
 ALTBUILD_CONFIG = EnvConfig(max_pieces=783, max_steps=1000, max_targets=256, encoding="candidates")
 
 
+def model_task(prompt: str | None = None) -> EnvTask:
+    """``Model-v0``'s task: BrickBench's Model setting (≤ 400 parts), the default palette, a 6×6 base plate."""
+    return EnvTask("model", Rules.for_setting("model"), make_palette(DEFAULT_PALETTE), prompt=prompt)
+
+
+def set_task() -> EnvTask:
+    """``Set-v0``'s task: BrickBench's Set setting (400–4,000 parts), the default palette, a 16×16 plate."""
+    return EnvTask("set", Rules.for_setting("set"), make_palette(DEFAULT_PALETTE), start=("91405", "light bluish gray"))
+
+
 def make_model_env(**kw: Any) -> BrickAssemblyEnv:
     """BrickBench's Model setting (≤ 400 parts) with the default palette, from a 6×6 base plate."""
-    task = EnvTask("model", Rules.for_setting("model"), make_palette(DEFAULT_PALETTE), prompt=kw.pop("prompt", None))
-    return _env("BrickGym/Model-v0", task, MODEL_CONFIG, kw)
+    return _env("BrickGym/Model-v0", model_task(kw.pop("prompt", None)), MODEL_CONFIG, kw)
 
 
 def make_set_env(**kw: Any) -> BrickAssemblyEnv:
     """BrickBench's Set setting (400–4,000 parts) with the default palette, from a 16×16 plate."""
-    task = EnvTask("set", Rules.for_setting("set"), make_palette(DEFAULT_PALETTE), start=("91405", "light bluish gray"))
-    return _env("BrickGym/Set-v0", task, SET_CONFIG, kw)
+    return _env("BrickGym/Set-v0", set_task(), SET_CONFIG, kw)
 
 
 def make_altbuild_env(*, inventory: str | os.PathLike[str] | Inventory | None = None, **kw: Any) -> BrickAssemblyEnv:
@@ -171,13 +179,14 @@ def register_all() -> None:
             )
     if SUITE_ID not in gym.registry:
         gym.register(SUITE_ID, entry_point="brick_gym.suite.protocol:make_level", max_episode_steps=None)
-    if LATTICE_ID not in gym.registry:
-        gym.register(
-            LATTICE_ID,
-            entry_point="brick_gym.envs.lattice_env:make_fidelity_lattice_env",
-            vector_entry_point="brick_gym.envs.lattice_env:make_fidelity_lattice_vector_env",
-            max_episode_steps=None,
-        )
+    for env_id, (module, name) in LATTICE_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(
+                env_id,
+                entry_point=f"brick_gym.envs.{module}:make_{name}_lattice_env",
+                vector_entry_point=f"brick_gym.envs.{module}:make_{name}_lattice_vector_env",
+                max_episode_steps=None,
+            )
 
 
 SUITE_ID = "BrickGym/Suite-v1"
@@ -188,6 +197,14 @@ and anything else that takes an id can train on a level."""
 LATTICE_ID = "BrickGym/FidelityLattice-v0"
 """Fidelity tasks on the compiled lattice core, batched: ``gym.make_vec(LATTICE_ID, num_envs=N,
 vectorization_mode="vector_entry_point")`` (:mod:`brick_gym.envs.lattice_env`)."""
+
+LATTICE_IDS = {
+    LATTICE_ID: ("lattice_env", "fidelity"),
+    "BrickGym/ModelLattice-v0": ("lattice_build", "model"),
+    "BrickGym/SetLattice-v0": ("lattice_build", "set"),
+}
+"""The ids served by the batched lattice core (each with a ``vector_entry_point``): Fidelity targets, and the
+open builds of ``Model-v0`` and ``Set-v0`` (:mod:`brick_gym.envs.lattice_build`), module and maker name of each."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -261,6 +278,7 @@ NONDETERMINISTIC_IDS: frozenset[str] = frozenset({"BrickGym/ModelVQA-v0"})
 __all__ = [
     "ENV_IDS",
     "LATTICE_ID",
+    "LATTICE_IDS",
     "NONDETERMINISTIC_IDS",
     "SUITE_ID",
     "make_altbuild_env",

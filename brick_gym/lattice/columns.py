@@ -324,38 +324,38 @@ def any_allowed(nlegal, stock, palette_part, e):
 
 @njit(cache=True)
 def sample(legal, nlegal, stock, palette_part, u):
-    """A uniform allowed action per env (STOP when nothing else is): a legal (part, q, column) drawn uniformly (the
-    shape by its count of legal columns, then the column), then one of its part's colours in stock (STOP when
-    none is)."""
+    """A uniform allowed action per env (STOP when nothing else is): a legal (part, q, column) and an in-stock colour
+    of its part, drawn together uniformly (a shape weighs its legal columns times its part's colours in stock)."""
     colours = stock.shape[2]
     per_shape = legal.shape[1] // nlegal.shape[1]
     out = np.empty(len(legal), dtype=np.int64)
     stop = legal.shape[1] * colours
+    in_stock = np.zeros(len(palette_part), dtype=np.int64)
     for e in range(len(legal)):
         out[e] = stop
+        for s in range(len(palette_part)):
+            in_stock[s] = 0
+            for c in range(colours):
+                in_stock[s] += stock[e, palette_part[s], c] != 0
         total = 0
         for a in range(nlegal.shape[1]):
-            total += nlegal[e, a]
+            total += nlegal[e, a] * in_stock[a // 4]
         if total == 0:
             continue
-        x = u[e] * total
-        pick = int(x)
+        pick = min(int(u[e] * total), total - 1)
         a = 0
-        while pick >= nlegal[e, a]:
-            pick -= nlegal[e, a]
+        while pick >= nlegal[e, a] * in_stock[a // 4]:
+            pick -= nlegal[e, a] * in_stock[a // 4]
             a += 1
+        column, k = pick // in_stock[a // 4], pick % in_stock[a // 4]
         b = a * per_shape
         while True:
             if legal[e, b]:
-                if pick == 0:
+                if column == 0:
                     break
-                pick -= 1
+                column -= 1
             b += 1
         part = palette_part[a // 4]
-        n = 0
-        for c in range(colours):
-            n += stock[e, part, c] != 0
-        k = int((x - int(x)) * n)
         for c in range(colours):
             if stock[e, part, c] != 0:
                 if k == 0:

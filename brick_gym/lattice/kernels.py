@@ -240,10 +240,11 @@ def fidelity_add(goal, built, counts, e, part, q, i0, j0, k0, colour, vox, nvox)
 
 
 @njit(cache=True)
-def restart(grid, pieces, used, meta, stock, built, goal, counts, envs, parts, colours, dims, nconn, conn_kind,
+def restart(grid, pieces, used, meta, stock, built, goal, counts, envs, parts, colours, lows, dims, nconn, conn_kind,
             conn_mate, mates, conn_point, vox, nvox):  # fmt: skip
     """Empty each env ``envs[n]`` (stock unlimited, nothing built) and put its start piece ``parts[n]`` in colour
-    ``colours[n]`` at the region's low cell, quarter 0, its fidelity cells counted against ``goal``."""
+    ``colours[n]`` at quarter 0 with its low cell at region cell ``lows[n]``, its fidelity cells counted against
+    ``goal``."""
     for n in range(len(envs)):
         e = envs[n]
         grid[e] = -1
@@ -253,9 +254,10 @@ def restart(grid, pieces, used, meta, stock, built, goal, counts, envs, parts, c
         stock[e] = -1
         built[e] = -1
         counts[e] = 0
-        commit(grid, pieces, used, meta, stock, e, parts[n], 0, 0, 0, 0, colours[n], dims, nconn, conn_kind, conn_mate,
-               mates, conn_point)  # fmt: skip
-        fidelity_add(goal, built, counts, e, parts[n], 0, 0, 0, 0, colours[n], vox, nvox)
+        i0, j0, k0 = lows[n, 0], lows[n, 1], lows[n, 2]
+        commit(grid, pieces, used, meta, stock, e, parts[n], 0, i0, j0, k0, colours[n], dims, nconn, conn_kind,
+               conn_mate, mates, conn_point)  # fmt: skip
+        fidelity_add(goal, built, counts, e, parts[n], 0, i0, j0, k0, colours[n], vox, nvox)
 
 
 __all__ = [

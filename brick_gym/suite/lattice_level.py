@@ -3,7 +3,7 @@ steps (:func:`lattice_vector`) and the one-env face an evaluation plays (:class:
 level's tasks of a split.
 
 The column encoding (palette part, colour, quarter turn, low column:
-:class:`~brick_gym.envs.lattice_env.ColumnEncoding`) is target-blind: its actions and their order are the same for
+:class:`~brick_gym.envs.column_encoding.ColumnEncoding`) is target-blind: its actions and their order are the same for
 every target, so such a level belongs on the benchmark track. The one-env face replays every placement on the exact
 path as it is made and, when the episode ends, reports BrickBench's full check of that assembly (``info["report"]``):
 a lattice level's validity gate is the same verdict as every other level's, computed, not taken from the lattice.

@@ -1,6 +1,6 @@
-"""The batched lattice env: registration, a batch equal to single envs, incremental masks equal to a full
-recompute, and lattice episodes replayed on the exact path to the same pieces, joints, fidelity and verdict (all
-but the drop test's, which the lattice does not run)."""
+"""The Fidelity tasks on the lattice core: registration, the column summaries against the authority, and lattice
+episodes replayed on the exact path to the same pieces, joints, fidelity and verdict (all but the drop test's,
+which the lattice does not run). What every lattice family shares is tested in ``test_lattice_vector.py``."""
 
 from __future__ import annotations
 
@@ -28,46 +28,6 @@ def test_make_vec_gives_the_batched_env_with_exact_mask_rows() -> None:
     assert env.action_masks().shape == (2, env.single_action_space.n)
     assert obs["built"].shape == (2, *env.single_observation_space["built"].shape)
     assert set(info["reward_terms"]) >= {"fidelity_delta", "fidelity_colour_delta", "invalid_action", "fidelity"}
-
-
-def test_a_batch_equals_single_envs_on_the_same_seeds_step_for_step(vec: FidelityLatticeVectorEnv) -> None:
-    singles = [FidelityLatticeEnv(pool=4) for _ in range(vec.num_envs)]
-    obs, _ = vec.reset(seed=11)
-    single_obs = [s.reset(seed=11 + i)[0] for i, s in enumerate(singles)]
-    rng = np.random.default_rng(0)
-    ended = np.zeros(vec.num_envs, dtype=bool)
-    for step in range(120):
-        actions = vec.sample_actions(rng)
-        if step % 7 == 3:
-            actions[0] = int(rng.integers(vec.stop_action))  # often a refused action: the same penalty
-        for e, s in enumerate(singles):
-            for key in obs:
-                assert np.array_equal(obs[key][e], single_obs[e][key]), (step, e, key)
-            assert np.array_equal(vec.action_masks()[e], s.action_masks())
-        obs, reward, terminated, truncated, info = vec.step(actions)
-        for e, s in enumerate(singles):
-            if ended[e]:  # the batch reset this env and ignored its action; the single env resets likewise
-                single_obs[e] = s.reset()[0]
-                continue
-            o, r, te, tr, i = s.step(int(actions[e]))
-            single_obs[e] = o
-            assert r == pytest.approx(reward[e]) and te == terminated[e] and tr == truncated[e]
-            assert i["invalid_reason"] == info["invalid_reason"][e]
-            assert i["reward_terms"] == pytest.approx({k: v[e] for k, v in info["reward_terms"].items()})
-        ended = terminated | truncated
-
-
-def test_incremental_masks_equal_a_full_recompute_along_random_episodes(vec: FidelityLatticeVectorEnv) -> None:
-    vec.reset(seed=5)
-    rng = np.random.default_rng(1)
-    enc = vec.encoding
-    for _ in range(150):
-        vec.step(vec.sample_actions(rng))
-        live = np.flatnonzero(~vec.done)
-        kept = [a[live].copy() for a in (vec.masks, *enc.state, enc.allowed)]
-        enc.reset_masks(vec, live)
-        for old, new in zip(kept, (vec.masks, *enc.state, enc.allowed), strict=True):
-            assert np.array_equal(old, new[live])
 
 
 @pytest.mark.parametrize("force", ["evaluate every action", "meshes under every piece"])

@@ -3,7 +3,7 @@
 (palette part, quarter turn, colour) at every low column, plus STOP and a value from pooled features.
 
 The logits come in the head's own layout (part, quarter, colour, column): reordering 20,000 logits per sample
-into :class:`~brick_gym.envs.lattice_env.ColumnEncoding`'s action order would copy them on every pass, so the
+into :class:`~brick_gym.envs.column_encoding.ColumnEncoding`'s action order would copy them on every pass, so the
 masks and actions are permuted instead (:meth:`ColumnPolicy.to_native`, :meth:`ColumnPolicy.to_env`).
 
 Both heads answer :meth:`ColumnTrunk.act` (sample, or the greedy choice, with its log-probability, the value and

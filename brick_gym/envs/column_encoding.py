@@ -1,0 +1,93 @@
+"""The default action encoding of the batched lattice env, :class:`ColumnEncoding` (palette part, colour, quarter
+turn, low column; see :mod:`brick_gym.lattice.columns`); it implements
+:class:`~brick_gym.envs.lattice_vector.LatticeEncoding`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from brick_gym.core.catalog import part as get_part
+from brick_gym.core.pieces import ConnectorRef, Placement
+from brick_gym.lattice import columns as cols
+from brick_gym.lattice.column_tables import ColumnTables
+from brick_gym.lattice.tables import YAWS
+
+if TYPE_CHECKING:
+    from brick_gym.envs.lattice_vector import LatticeVectorEnv
+
+
+class ColumnEncoding:
+    """(palette part, colour, quarter turn, low column) actions; see :mod:`brick_gym.lattice.columns`. Its state:
+    the height map, the column tops, ``legal`` per (part, q, column) and ``nlegal`` per env."""
+
+    def bind(self, env: LatticeVectorEnv) -> int:
+        """Palette parts × colours × 4 quarter turns × columns."""
+        x, _, z = env.batch.region
+        n = env.num_envs
+        self.tables = ColumnTables(env.batch.tables, env.palette_part, env.inv_yaw)
+        self.heights = np.zeros((n, x, z), dtype=np.int64)
+        self.tops = np.zeros((n, 2, x, z), dtype=np.int64)
+        self.cls = np.zeros((n, self.tables.classes, x, z), dtype=np.int8)
+        self.legal = np.zeros((n, len(env.palette_part) * 4 * x * z), dtype=np.int8)
+        self.nlegal = np.zeros((n, len(env.palette_part) * 4), dtype=np.int64)
+        self.allowed = np.zeros(n, dtype=np.bool_)
+        self.state = (self.heights, self.tops, self.cls, self.legal, self.nlegal)
+        """What the column kernels keep per env (their ``cs``)."""
+        return self.legal.shape[1] * len(env.batch.colours)
+
+    def reset_masks(self, env: LatticeVectorEnv, envs: np.ndarray | list[int] | int) -> None:
+        """Every action of ``envs`` decided (heights from their pieces' tops)."""
+        b = env.batch
+        rows = np.atleast_1d(np.asarray(envs, dtype=np.int64))
+        cols.reset_masks(b.grid, b.pieces, b.used, b.meta, b.stock, env.masks, self.allowed, self.state, rows,
+                         env.kernel_tables(), self.tables.arrays())  # fmt: skip
+
+    def step(self, env: LatticeVectorEnv, actions: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, ...]:
+        """All envs in one compiled pass."""
+        codes = np.empty(env.num_envs, dtype=np.int64)
+        joints = np.zeros(env.num_envs, dtype=np.int64)
+        b = env.batch
+        t = b.tables
+        cols.step_all(
+            np.asarray(actions, dtype=np.int64), active, codes, joints, self.allowed, b.grid, b.pieces, b.used,
+            b.meta, b.stock, env.masks, self.state, env.built, env.goal, env.counts, env.kernel_tables(),
+            self.tables.arrays(), t.vox, t.nvox,
+        )  # fmt: skip
+        return codes, joints, self.allowed.copy()
+
+    def reason(self, code: int) -> str:
+        """The column verdict's wording, or ``bad_action`` for an action outside the space."""
+        return cols.VERDICTS[code] if 0 < code < len(cols.VERDICTS) else "bad_action"
+
+    def placement(self, env: LatticeVectorEnv, e: int, action: int) -> Placement | None:
+        """The attachment :func:`~brick_gym.lattice.columns.evaluate` finds (the one the step commits)."""
+        x, _, z = env.batch.region
+        if action == env.stop_action:
+            return None
+        base, colour = divmod(action, len(env.batch.colours))
+        ck, ci, q = base % z, (base // z) % x, (base // (z * x)) % 4
+        s = base // (z * x * 4)
+        row = np.zeros(5, dtype=np.int64)
+        b = env.batch
+        cols.evaluate(b.grid, b.pieces, b.used, self.heights, e, int(env.palette_part[s]), q, ci, ck,
+                      *env.kernel_tables(), row)  # fmt: skip
+        host, conn, source, yaw, _ = row.tolist()
+        stem = env.batch.tables.stems[env.palette_part[s]]
+        host_part = get_part(env.batch.tables.stems[env.batch.pieces[e, host, 0]])
+        target, new = host_part.connectors[conn], get_part(stem).connectors[source]
+        return Placement(
+            stem,
+            env.batch.colours[colour],
+            ConnectorRef(host, target.group, target.group_index),
+            (new.group, new.group_index),
+            YAWS[yaw],
+        )
+
+    def sample(self, env: LatticeVectorEnv, u: np.ndarray) -> np.ndarray:
+        """A legal (part, q, column) uniformly, then one of its part's colours in stock (compiled)."""
+        return cols.sample(self.legal, self.nlegal, env.batch.stock, env.palette_part, u)
+
+
+__all__ = ["ColumnEncoding"]

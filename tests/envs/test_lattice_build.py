@@ -1,0 +1,77 @@
+"""The open builds on the lattice core (``ModelLattice-v0``, ``SetLattice-v0``): registration, the exact ids'
+palette and start piece, and lattice episodes replayed on the exact path to the same joints and verdicts (all but
+the drop test's, which the lattice does not run)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from brick_gym.core.assembly import Assembly
+from brick_gym.core.colours import colour
+from brick_gym.core.validity import check
+from brick_gym.envs.lattice_build import OpenBuildEnv, OpenBuildVectorEnv
+from brick_gym.envs.lattice_vector import TERMS
+from brick_gym.envs.registry import register_all
+
+IDS = {"model": "BrickGym/ModelLattice-v0", "set": "BrickGym/SetLattice-v0"}
+
+
+@pytest.mark.parametrize("setting", sorted(IDS))
+def test_make_vec_gives_the_batched_open_build_and_make_its_one_env_face(setting: str) -> None:
+    register_all()
+    vec = gym.make_vec(IDS[setting], num_envs=2, vectorization_mode="vector_entry_point")
+    assert isinstance(vec, OpenBuildVectorEnv) and vec.setting == setting
+    obs, info = vec.reset(seed=0)
+    assert set(obs) == {"built", "progress"}  # no target
+    assert vec.action_masks().shape == (2, vec.single_action_space.n)
+    assert set(info["reward_terms"]) == set(TERMS)  # the exact ids' standard terms
+    single = gym.make(IDS[setting])
+    assert isinstance(single.unwrapped, OpenBuildEnv)
+    assert single.reset(seed=0)[0]["built"].shape == vec.single_observation_space["built"].shape
+
+
+@pytest.mark.parametrize("setting", sorted(IDS))
+def test_actions_offer_the_exact_ids_palette_and_the_start_piece_sits_where_the_exact_path_puts_it(
+    setting: str,
+) -> None:
+    vec = OpenBuildVectorEnv(2, setting=setting)
+    vec.reset(seed=1)
+    task = vec.build.task
+    colours = len(vec.layout.colours)
+    offered = {(vec.layout.palette[a // colours // (4 * 16 * 16)], vec.layout.colours[a % colours])
+               for a in np.flatnonzero(vec.masks[:, :-1].any(axis=0))}  # fmt: skip
+    assert offered == {(slot.stem, int(colour(slot.colour).code)) for slot in task.palette}
+    start = vec.batch.pieces[0, 0]
+    assert vec.batch.tables.stems[start[0]] == task.start[0]
+    assert vec.layout.colours[start[5]] == int(colour(task.start[1]).code)
+    assert np.allclose(vec.batch.pose(0, 0), np.eye(4))  # Episode.start adds the start piece at the identity pose
+
+
+@pytest.mark.parametrize(("setting", "budget"), [("model", {"max_pieces": 60}), ("set", {"max_steps": 25})])
+def test_open_build_episodes_replay_on_the_exact_path_to_the_same_verdicts(setting: str, budget: dict) -> None:
+    env = OpenBuildEnv(setting=setting, **budget)
+    rng = np.random.default_rng(4)
+    for episode in range(2):
+        env.reset(seed=episode)
+        task = env.vector.tasks[0]
+        exact = Assembly(task.rules)
+        assert exact.add(*task.start).ok
+        done = False
+        while not done:
+            allowed = np.flatnonzero(env.action_masks()[:-1])
+            for a in rng.choice(allowed, size=min(6, len(allowed)), replace=False):  # every allowed action is legal
+                assert exact.evaluate(env.placement(int(a))).ok
+            action = int(env.vector.sample_actions(rng)[0])
+            placement = env.placement(action)
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+            if placement is not None:
+                outcome = exact.place(placement)
+                assert outcome.ok and len(outcome.joints) == info["reward_terms"]["new_joints"]
+        assert env.vector.batch.joint_count(0) == len(exact.joints)
+        issues = {i.kind for i in check(exact).issues if i.kind != "unstable"}  # the lattice runs no drop test
+        assert info["reward_terms"]["validity"] == float(not issues)
+        assert ("part_limit" in issues) == (setting == "set")  # a 26-piece Set build is under the 400 parts
+        assert info["reward_terms"]["fidelity"] == 0.0  # no target, as on the exact path

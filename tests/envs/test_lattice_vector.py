@@ -1,0 +1,141 @@
+"""What every task family on the batched lattice env shares: a batch equals single envs on the same seeds step for
+step (autoreset included), the incremental masks equal a full recompute, and a limited stock is kept (the start
+piece takes one of its own)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from brick_gym.envs.column_encoding import ColumnEncoding
+from brick_gym.envs.lattice_build import OpenBuildEnv, OpenBuildVectorEnv
+from brick_gym.envs.lattice_env import FidelityLatticeEnv, FidelityLatticeVectorEnv
+from brick_gym.envs.lattice_vector import LatticeEnv, LatticeLayout, LatticeVectorEnv
+from brick_gym.rewards.terms import standard_rewards
+
+FAMILIES: dict[str, tuple[Callable[[int], LatticeVectorEnv], Callable[[], LatticeEnv]]] = {
+    "fidelity": (lambda n: FidelityLatticeVectorEnv(n, pool=4), lambda: FidelityLatticeEnv(pool=4)),
+    "model": (
+        lambda n: OpenBuildVectorEnv(n, setting="model", max_pieces=24),
+        lambda: OpenBuildEnv(setting="model", max_pieces=24),
+    ),
+    "set": (
+        lambda n: OpenBuildVectorEnv(n, setting="set", max_steps=30),
+        lambda: OpenBuildEnv(setting="set", max_steps=30),
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_batch_equals_single_envs_on_the_same_seeds_step_for_step(family: str) -> None:
+    make_vec, make_single = FAMILIES[family]
+    vec = make_vec(3)
+    singles = [make_single() for _ in range(vec.num_envs)]
+    obs, _ = vec.reset(seed=11)
+    single_obs = [s.reset(seed=11 + i)[0] for i, s in enumerate(singles)]
+    rng = np.random.default_rng(0)
+    ended = np.zeros(vec.num_envs, dtype=bool)
+    endings = 0
+    for step in range(100):
+        actions = vec.sample_actions(rng)
+        if step % 7 == 3:
+            actions[0] = int(rng.integers(vec.stop_action))  # often a refused action: the same penalty
+        for e, s in enumerate(singles):
+            assert set(obs) == set(single_obs[e])
+            for key in obs:
+                assert np.array_equal(obs[key][e], single_obs[e][key]), (step, e, key)
+            assert np.array_equal(vec.action_masks()[e], s.action_masks())
+        obs, reward, terminated, truncated, info = vec.step(actions)
+        for e, s in enumerate(singles):
+            if ended[e]:  # the batch reset this env and ignored its action; the single env resets likewise
+                single_obs[e] = s.reset()[0]
+                continue
+            o, r, te, tr, i = s.step(int(actions[e]))
+            single_obs[e] = o
+            assert r == pytest.approx(reward[e]) and te == terminated[e] and tr == truncated[e]
+            assert i["invalid_reason"] == info["invalid_reason"][e]
+            assert i["reward_terms"] == pytest.approx({k: v[e] for k, v in info["reward_terms"].items()})
+        ended = terminated | truncated
+        endings += int(ended.sum())
+    assert endings > 0  # autoreset was exercised
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_incremental_masks_equal_a_full_recompute_along_random_episodes(family: str) -> None:
+    vec = FAMILIES[family][0](3)
+    vec.reset(seed=5)
+    rng = np.random.default_rng(1)
+    enc = vec.encoding
+    for _ in range(120):
+        vec.step(vec.sample_actions(rng))
+        live = np.flatnonzero(~vec.done)
+        kept = [a[live].copy() for a in (vec.masks, *enc.state, enc.allowed)]
+        enc.reset_masks(vec, live)
+        for old, new in zip(kept, (vec.masks, *enc.state, enc.allowed), strict=True):
+            assert np.array_equal(old, new[live])
+
+
+def _stocked_env(stock_of: dict[tuple[str, int], int]) -> LatticeVectorEnv:
+    """Two envs of the Model open build whose stock is ``stock_of`` {(stem, colour index): pieces} (others 0)."""
+    model = OpenBuildVectorEnv(1, setting="model")
+    tables = model.layout.tables
+    stock = np.zeros((len(tables.stems), len(model.layout.colours)), dtype=np.int32)
+    for (stem, colour), n in stock_of.items():
+        stock[tables.index(stem), colour] = n
+    layout = LatticeLayout(tables=tables, palette=model.layout.palette, colours=model.layout.colours,
+                           region=model.layout.region, max_pieces=50, max_steps=50, stock=stock)  # fmt: skip
+    return LatticeVectorEnv(
+        2, layout, draw=model.draw, start_of=model.start_of, rewards=standard_rewards(), encoding=ColumnEncoding()
+    )
+
+
+def test_a_limited_stock_is_kept_and_the_start_piece_takes_one_of_its_own() -> None:
+    lbg = 4  # light bluish gray: the Model start plate's colour, after the palette's red, blue, yellow, white
+    env = _stocked_env({("3001", 0): 2, ("3024", 1): 1, ("3958", lbg): 1})
+    env.reset(seed=0)
+    b = env.batch
+    assert b.stock[:, b.tables.index("3958"), lbg].tolist() == [0, 0]
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        _, _, terminated, _, info = env.step(env.sample_actions(rng))
+        assert info["outcome"].tolist() == ["placed", "placed"]
+    assert terminated.all()  # nothing left in stock: only STOP is allowed, and the episode ends
+    for e in range(2):
+        placed = b.pieces[e, 1 : b.meta[e, 0]][:, [0, 5]].tolist()
+        assert sorted((b.tables.stems[p], c) for p, c in placed) == [("3001", 0), ("3001", 0), ("3024", 1)]
+        assert not env.masks[e, :-1].any() and env.masks[e, -1]
+
+
+def test_out_of_stock_actions_are_masked_and_refused_with_their_reason() -> None:
+    env = _stocked_env({("3001", 0): 1, ("3024", 1): 5})
+    env.reset(seed=0)
+    colours = len(env.layout.colours)
+    enc = env.encoding
+    x, _, z = env.layout.region
+    shapes = range(env.layout.palette.index("3001") * 4 * x * z, (env.layout.palette.index("3001") + 1) * 4 * x * z)
+    first = next(b for b in shapes if enc.legal[:, b].all())
+    env.step(np.full(2, first * colours))  # the only red 2×4 brick
+    assert env.batch.stock[:, env.batch.tables.index("3001"), 0].tolist() == [0, 0]
+    red_bricks = [b * colours for b in shapes]
+    assert not env.masks[:, red_bricks].any()
+    again = next(b for b in shapes if enc.legal[:, b].all())  # a red 2×4 that would fit now
+    _, reward, _, _, info = env.step(np.full(2, again * colours))
+    assert info["invalid_reason"].tolist() == ["out_of_stock", "out_of_stock"]
+    assert reward.tolist() == pytest.approx([-0.1, -0.1])
+
+
+@pytest.mark.parametrize("stocked", [True, False], ids=["limited stock", "unlimited"])
+def test_the_sampler_is_uniform_over_allowed_actions(stocked: bool) -> None:
+    """``n`` evenly spaced uniform numbers, ``n`` the allowed actions of an env, draw each allowed action once."""
+    env = _stocked_env({("3001", 0): 1, ("3024", 1): 1, ("3024", 2): 3}) if stocked else FAMILIES["model"][0](2)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        for e in range(env.num_envs):
+            allowed = np.flatnonzero(env.masks[e, :-1])
+            u = (np.arange(len(allowed)) + 0.5) / len(allowed)
+            drawn = [int(env.encoding.sample(env, np.full(env.num_envs, x))[e]) for x in u]
+            assert sorted(drawn) == allowed.tolist()
+        env.step(env.sample_actions(rng))
