@@ -4,8 +4,11 @@ free stud there. Each such action maps to one connector placement (host, target 
 the exact path places at the same pose; the mask is exact for the encoding (every allowed action is legal) and
 kept incrementally.
 
-Mask layout per env: ``base * colours + colour`` with ``base = ((palette part * 4 + q) * X + ci) * Z + ck``, then
-STOP; ``legal[e, base]`` keeps each base's verdict (what the sampler reads).
+Mask layout per env: a palette part offers its own colours (``acts``: per part the first action ``offset``, how
+many colours ``ncol`` and which ``slot_colours``, colour indices), and its actions are ``offset[s] + local * ncol[s]
++ k`` with ``local = (q * X + ci) * Z + ck``, then STOP; ``legal[e, base]`` keeps each shape-column's verdict
+(``base = s * 4 * X * Z + local``, what the sampler reads). When every part offers every colour this is ``base *
+colours + colour``.
 
 Why it is fast: an action's verdict reads only its footprint's columns, so each column keeps a summary of its top
 (``tops``: which hole subtypes its free top stud takes, which palette shapes resting on its top piece need the
@@ -140,17 +143,18 @@ def column_tops(grid, pieces, used, heights, tops, e, lo_i, hi_i, lo_k, hi_k, co
 
 
 @njit(cache=True)
-def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tabs, cols, win):
+def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tabs, cols, acts, win):
     """Re-decide every action of env ``e`` whose footprint meets columns [lo_i, hi_i] × [lo_k, hi_k] (their tops
     summarised): each footprint's windows folded once into ``win`` (3, F, X, Z), each class's verdict read off its
     footprint's window and compared with the one kept in ``cls``; where it changed (or the meshes must decide), the
     class's shapes are decided, by :func:`evaluate` where the summary cannot, and ``legal``, ``nlegal`` and the mask
-    (legal and in stock, per colour) written where a verdict flips."""
+    (legal and in stock, per colour the part offers) written where a verdict flips."""
     kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
     palette_part, feet, _, cfoot, cny, ccode, cmask, cshapes, cn = cols
     heights, tops, cls, legal, nlegal = cs
+    offset, ncol, slot_colours = acts
     big_x, big_u, big_z = grid.shape[2], grid.shape[3] - 1, grid.shape[4]
-    colours = stock.shape[2]
+    per_part = 4 * big_x * big_z
     for f in range(len(feet)):
         fx, fz = feet[f, 0], feet[f, 1]
         for ci in range(max(0, lo_i - fx + 1), min(big_x - fx, hi_i) + 1):
@@ -200,13 +204,15 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tab
                     if legal[e, base] != ok:
                         legal[e, base] = ok
                         nlegal[e, a] += 1 if ok else -1
-                        part = palette_part[a // 4]
-                        for colour in range(colours):
-                            masks[e, base * colours + colour] = 1 if ok and stock[e, part, colour] != 0 else 0
+                        s = a // 4
+                        part = palette_part[s]
+                        first = offset[s] + (base - s * per_part) * ncol[s]
+                        for m in range(ncol[s]):
+                            masks[e, first + m] = 1 if ok and stock[e, part, slot_colours[s, m]] != 0 else 0
 
 
 @njit(cache=True)
-def reset_masks(grid, pieces, used, meta, stock, masks, allowed, cs, envs, tabs, cols):
+def reset_masks(grid, pieces, used, meta, stock, masks, allowed, cs, envs, tabs, cols, acts):
     """Every action of each env in ``envs`` decided from scratch (after a reset): the height map from its pieces,
     the column tops, then every window; ``allowed`` as :func:`step_all` sets it."""
     dims = tabs[1]
@@ -230,24 +236,32 @@ def reset_masks(grid, pieces, used, meta, stock, masks, allowed, cs, envs, tabs,
                     heights[e, i, k] = max(heights[e, i, k], top)
         column_tops(grid, pieces, used, heights, tops, e, 0, big_x - 1, 0, big_z - 1, tabs[4], tabs[5], tabs[7],
                     cols[2])  # fmt: skip
-        refresh(grid, pieces, used, stock, masks, cs, e, 0, big_x - 1, 0, big_z - 1, tabs, cols, win)
-        allowed[e] = any_allowed(nlegal, stock, cols[0], e)
+        refresh(grid, pieces, used, stock, masks, cs, e, 0, big_x - 1, 0, big_z - 1, tabs, cols, acts, win)
+        allowed[e] = any_allowed(nlegal, stock, cols[0], acts, e)
 
 
 @njit(cache=True)
-def apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, action, tabs, cols, vox, nvox, win,
+def decode(action, offset, ncol, slot_colours, per_part):
+    """(palette part, shape-column ``base``, colour index) of an action below STOP (see the module docstring)."""
+    s = np.searchsorted(offset, action, side="right") - 1
+    local = action - offset[s]
+    return s, s * per_part + local // ncol[s], slot_colours[s, local % ncol[s]]
+
+
+@njit(cache=True)
+def apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, action, tabs, cols, acts, vox, nvox, win,
           result):  # fmt: skip
     """Apply one legal (masked) action to env ``e``: commit the piece, raise the height map, count its fidelity
     cells, summarise its columns' tops and refresh the actions whose footprint meets them. ``result`` gets (piece
     id, new joints)."""
     kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
     palette_part = cols[0]
+    offset, ncol, slot_colours = acts
     heights, tops = cs[0], cs[1]
     big_x, big_z = grid.shape[2], grid.shape[4]
-    colours = stock.shape[2]
-    base, colour = action // colours, action % colours
+    per_part = 4 * big_x * big_z
+    s, base, colour = decode(action, offset, ncol, slot_colours, per_part)
     ck, ci, q = base % big_z, (base // big_z) % big_x, (base // (big_z * big_x)) % 4
-    s = base // (big_z * big_x * 4)
     part = palette_part[s]
     row = np.zeros(5, dtype=np.int64)
     evaluate(grid, pieces, used, heights, e, part, q, ci, ck, kind, dims, nconn, conn_kind, conn_mate, mates,
@@ -264,16 +278,19 @@ def apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, ac
     kn.fidelity_add(goal, built, counts, e, part, q, ci, j0, ck, colour, vox, nvox)
     column_tops(grid, pieces, used, heights, tops, e, ci, ci + nx - 1, ck, ck + nz - 1, conn_mate, mates, conn_turn,
                 cols[2])  # fmt: skip
-    refresh(grid, pieces, used, stock, masks, cs, e, ci, ci + nx - 1, ck, ck + nz - 1, tabs, cols, win)
+    refresh(grid, pieces, used, stock, masks, cs, e, ci, ci + nx - 1, ck, ck + nz - 1, tabs, cols, acts, win)
     if stock[e, part, colour] == 0:  # the last of a part in a colour: none of its actions stays allowed
-        for b in range(s * 4 * big_x * big_z, (s + 1) * 4 * big_x * big_z):
-            masks[e, b * colours + colour] = 0
+        k = 0
+        while slot_colours[s, k] != colour:
+            k += 1
+        for b in range(per_part):
+            masks[e, offset[s] + b * ncol[s] + k] = 0
     result[0], result[1] = pid, joints
 
 
 @njit(cache=True)
 def step_all(actions, active, codes, joints, allowed, grid, pieces, used, meta, stock, masks, cs, built, goal, counts,
-             tabs, cols, vox, nvox):  # fmt: skip
+             tabs, cols, acts, vox, nvox):  # fmt: skip
     """Step every active env of the batch in one call: a masked action is applied (code 0, its new joints in
     ``joints``), a refused one leaves the env as it was (its verdict's code), STOP reads :data:`STOPPED`, an
     inactive env :data:`SKIPPED`; ``allowed[e]`` says whether any action besides STOP is allowed afterwards."""
@@ -282,7 +299,7 @@ def step_all(actions, active, codes, joints, allowed, grid, pieces, used, meta, 
     row = np.zeros(5, dtype=np.int64)
     big_x, big_z = grid.shape[2], grid.shape[4]
     win = np.zeros((3, len(cols[1]), big_x, big_z), dtype=np.int64)
-    colours = stock.shape[2]
+    offset, ncol, slot_colours = acts
     kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
     for e in range(len(actions)):
         if not active[e]:
@@ -294,49 +311,50 @@ def step_all(actions, active, codes, joints, allowed, grid, pieces, used, meta, 
         elif a < 0 or a > stop:
             codes[e] = BAD
         elif masks[e, a] == 0:
-            base = a // colours
+            s, base, _ = decode(a, offset, ncol, slot_colours, 4 * big_x * big_z)
             ck, ci, q = base % big_z, (base // big_z) % big_x, (base // (big_z * big_x)) % 4
-            part = cols[0][base // (big_z * big_x * 4)]
+            part = cols[0][s]
             verdict = evaluate(
                 grid, pieces, used, cs[0], e, part, q, ci, ck, kind, dims, nconn, conn_kind, conn_mate, mates,
                 conn_point, conn_turn, place, pair_start, pair_value, inv_yaw, row,
             )  # fmt: skip
             codes[e] = verdict if verdict != LEGAL else NO_STOCK
         else:
-            apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, a, tabs, cols, vox, nvox, win,
-                  result)  # fmt: skip
+            apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, a, tabs, cols, acts, vox, nvox,
+                  win, result)  # fmt: skip
             codes[e] = 0
             joints[e] = result[1]
-        allowed[e] = any_allowed(cs[4], stock, cols[0], e)
+        allowed[e] = any_allowed(cs[4], stock, cols[0], acts, e)
 
 
 @njit(cache=True)
-def any_allowed(nlegal, stock, palette_part, e):
-    """Whether env ``e`` allows any action besides STOP: a legal shape whose part has a colour in stock."""
+def any_allowed(nlegal, stock, palette_part, acts, e):
+    """Whether env ``e`` allows any action besides STOP: a legal shape whose part has a colour it offers in stock."""
+    ncol, slot_colours = acts[1], acts[2]
     for a in range(nlegal.shape[1]):
         if nlegal[e, a] > 0:
-            part = palette_part[a // 4]
-            for c in range(stock.shape[2]):
-                if stock[e, part, c] != 0:
+            s = a // 4
+            for m in range(ncol[s]):
+                if stock[e, palette_part[s], slot_colours[s, m]] != 0:
                     return True
     return False
 
 
 @njit(cache=True)
-def sample(legal, nlegal, stock, palette_part, u):
-    """A uniform allowed action per env (STOP when nothing else is): a legal (part, q, column) and an in-stock colour
-    of its part, drawn together uniformly (a shape weighs its legal columns times its part's colours in stock)."""
-    colours = stock.shape[2]
+def sample(legal, nlegal, stock, palette_part, acts, u):
+    """A uniform allowed action per env (STOP when nothing else is): a legal (part, q, column) and a colour its part
+    offers in stock, drawn together uniformly (a shape weighs its legal columns times its part's colours in stock)."""
+    offset, ncol, slot_colours = acts
     per_shape = legal.shape[1] // nlegal.shape[1]
     out = np.empty(len(legal), dtype=np.int64)
-    stop = legal.shape[1] * colours
+    stop = offset[-1]
     in_stock = np.zeros(len(palette_part), dtype=np.int64)
     for e in range(len(legal)):
         out[e] = stop
         for s in range(len(palette_part)):
             in_stock[s] = 0
-            for c in range(colours):
-                in_stock[s] += stock[e, palette_part[s], c] != 0
+            for m in range(ncol[s]):
+                in_stock[s] += stock[e, palette_part[s], slot_colours[s, m]] != 0
         total = 0
         for a in range(nlegal.shape[1]):
             total += nlegal[e, a] * in_stock[a // 4]
@@ -347,7 +365,8 @@ def sample(legal, nlegal, stock, palette_part, u):
         while pick >= nlegal[e, a] * in_stock[a // 4]:
             pick -= nlegal[e, a] * in_stock[a // 4]
             a += 1
-        column, k = pick // in_stock[a // 4], pick % in_stock[a // 4]
+        s = a // 4
+        column, k = pick // in_stock[s], pick % in_stock[s]
         b = a * per_shape
         while True:
             if legal[e, b]:
@@ -355,11 +374,10 @@ def sample(legal, nlegal, stock, palette_part, u):
                     break
                 column -= 1
             b += 1
-        part = palette_part[a // 4]
-        for c in range(colours):
-            if stock[e, part, c] != 0:
+        for m in range(ncol[s]):
+            if stock[e, palette_part[s], slot_colours[s, m]] != 0:
                 if k == 0:
-                    out[e] = b * colours + c
+                    out[e] = offset[s] + (b - s * 4 * per_shape) * ncol[s] + m
                     break
                 k -= 1
     return out
@@ -374,6 +392,7 @@ __all__ = [
     "any_allowed",
     "apply",
     "column_tops",
+    "decode",
     "evaluate",
     "inverse_yaws",
     "refresh",

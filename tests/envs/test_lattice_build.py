@@ -14,6 +14,7 @@ from brick_gym.core.validity import check
 from brick_gym.envs.lattice_build import OpenBuildEnv, OpenBuildVectorEnv
 from brick_gym.envs.lattice_vector import TERMS
 from brick_gym.envs.registry import register_all
+from brick_gym.lattice import columns as cols
 
 IDS = {"model": "BrickGym/ModelLattice-v0", "set": "BrickGym/SetLattice-v0"}
 
@@ -39,9 +40,9 @@ def test_actions_offer_the_exact_ids_palette_and_the_start_piece_sits_where_the_
     vec = OpenBuildVectorEnv(2, setting=setting)
     vec.reset(seed=1)
     task = vec.build.task
-    colours = len(vec.layout.colours)
-    offered = {(vec.layout.palette[a // colours // (4 * 16 * 16)], vec.layout.colours[a % colours])
-               for a in np.flatnonzero(vec.masks[:, :-1].any(axis=0))}  # fmt: skip
+    decoded = (cols.decode(a, *vec.encoding.acts, 4 * 16 * 16) for a in np.flatnonzero(vec.masks[:, :-1].any(axis=0)))
+    offered = {(vec.layout.palette[s], vec.layout.colours[c]) for s, _, c in decoded}
+    assert vec.stop_action == len(task.palette) * 4 * 16 * 16  # every action is a palette pair's
     assert offered == {(slot.stem, int(colour(slot.colour).code)) for slot in task.palette}
     start = vec.batch.pieces[0, 0]
     assert vec.batch.tables.stems[start[0]] == task.start[0]

@@ -109,21 +109,24 @@ def test_a_limited_stock_is_kept_and_the_start_piece_takes_one_of_its_own() -> N
 
 
 def test_out_of_stock_actions_are_masked_and_refused_with_their_reason() -> None:
-    env = _stocked_env({("3001", 0): 1, ("3024", 1): 5})
+    env = _stocked_env({("3001", 0): 1, ("3001", 2): 1, ("3024", 1): 5})
     env.reset(seed=0)
-    colours = len(env.layout.colours)
     enc = env.encoding
     x, _, z = env.layout.region
-    shapes = range(env.layout.palette.index("3001") * 4 * x * z, (env.layout.palette.index("3001") + 1) * 4 * x * z)
-    first = next(b for b in shapes if enc.legal[:, b].all())
-    env.step(np.full(2, first * colours))  # the only red 2×4 brick
+    brick = env.layout.palette.index("3001")
+    assert enc.ncol[brick] == 2 and env.stop_action == (2 + 1) * 4 * x * z  # each part offers its stocked colours
+    shapes = [(q, ci, ck) for q in range(4) for ci in range(x) for ck in range(z)]
+    first = next(s for s in shapes if enc.legal[:, (brick * 4 + s[0]) * x * z + s[1] * z + s[2]].all())
+    env.step(np.full(2, enc.action(brick, *first, 0)))  # the only red 2×4 brick
     assert env.batch.stock[:, env.batch.tables.index("3001"), 0].tolist() == [0, 0]
-    red_bricks = [b * colours for b in shapes]
-    assert not env.masks[:, red_bricks].any()
-    again = next(b for b in shapes if enc.legal[:, b].all())  # a red 2×4 that would fit now
-    _, reward, _, _, info = env.step(np.full(2, again * colours))
+    assert not env.masks[:, [enc.action(brick, *s, 0) for s in shapes]].any()
+    again = next(s for s in shapes if enc.legal[:, (brick * 4 + s[0]) * x * z + s[1] * z + s[2]].all())
+    assert env.masks[:, enc.action(brick, *again, 2)].all()  # the yellow one is still there
+    _, reward, _, _, info = env.step(np.full(2, enc.action(brick, *again, 0)))
     assert info["invalid_reason"].tolist() == ["out_of_stock", "out_of_stock"]
     assert reward.tolist() == pytest.approx([-0.1, -0.1])
+    with pytest.raises(ValueError, match="offers colour indices"):
+        enc.action(brick, 0, 0, 0, 1)
 
 
 @pytest.mark.parametrize("stocked", [True, False], ids=["limited stock", "unlimited"])
