@@ -91,11 +91,10 @@ def make_set_env(**kw: Any) -> BrickAssemblyEnv:
     return _env("BrickGym/Set-v0", set_task(), SET_CONFIG, kw)
 
 
-def make_altbuild_env(*, inventory: str | os.PathLike[str] | Inventory | None = None, **kw: Any) -> BrickAssemblyEnv:
-    """BrickBench's Alt-Build setting: the palette is the inventory (``inventory=``, else ``$BRICKAGENT_SET``, else
-    the shipped set 10698); the start piece is the inventory's 16×16 plate when it has one (else its first plate),
-    and it counts. Exact masks (the candidate encoding) by default: with 223 part–colour pairs, per-dimension masks
-    would offer almost only refused combinations."""
+def altbuild_task(inventory: str | os.PathLike[str] | Inventory | None = None) -> EnvTask:
+    """``AltBuild-v0``'s task: the palette is the inventory (``inventory``, else ``$BRICKAGENT_SET``, else the
+    shipped set 10698); the start piece is the inventory's 16×16 plate when it has one (else its first plate), and
+    it counts."""
     rules = Rules.for_setting("alt-build", inventory)
     assert rules.inventory is not None
     entries = sorted(rules.inventory.limits)
@@ -103,7 +102,13 @@ def make_altbuild_env(*, inventory: str | os.PathLike[str] | Inventory | None = 
     start = next((e for e in entries if e[0] == "91405"), None) or next(
         (e for e in entries if "plate" in make_palette([e])[0].part.name), entries[0]
     )
-    return _env("BrickGym/AltBuild-v0", EnvTask("alt-build", rules, palette, start=start), ALTBUILD_CONFIG, kw)
+    return EnvTask("alt-build", rules, palette, start=start)
+
+
+def make_altbuild_env(*, inventory: str | os.PathLike[str] | Inventory | None = None, **kw: Any) -> BrickAssemblyEnv:
+    """BrickBench's Alt-Build setting (:func:`altbuild_task`). Exact masks (the candidate encoding) by default: with
+    223 part–colour pairs, per-dimension masks would offer almost only refused combinations."""
+    return _env("BrickGym/AltBuild-v0", altbuild_task(inventory), ALTBUILD_CONFIG, kw)
 
 
 def make_fidelity_env(
@@ -202,9 +207,11 @@ LATTICE_IDS = {
     LATTICE_ID: ("lattice_env", "fidelity"),
     "BrickGym/ModelLattice-v0": ("lattice_build", "model"),
     "BrickGym/SetLattice-v0": ("lattice_build", "set"),
+    "BrickGym/AltBuildLattice-v0": ("lattice_build", "altbuild"),
 }
 """The ids served by the batched lattice core (each with a ``vector_entry_point``): Fidelity targets, and the
-open builds of ``Model-v0`` and ``Set-v0`` (:mod:`brick_gym.envs.lattice_build`), module and maker name of each."""
+open builds of ``Model-v0``, ``Set-v0`` and ``AltBuild-v0`` (:mod:`brick_gym.envs.lattice_build`), module and maker
+name of each."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -281,11 +288,14 @@ __all__ = [
     "LATTICE_IDS",
     "NONDETERMINISTIC_IDS",
     "SUITE_ID",
+    "altbuild_task",
     "make_altbuild_env",
     "make_fidelity_env",
     "make_model_env",
     "make_model_vqa_env",
     "make_projects_env",
     "make_set_env",
+    "model_task",
     "register_all",
+    "set_task",
 ]

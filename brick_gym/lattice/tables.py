@@ -18,7 +18,7 @@ placement puts the new part (quarter and low cell relative to the target's latti
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -118,6 +118,26 @@ def is_lattice_part(stem: str) -> bool:
     except (NotLattice, LookupError):
         return False
     return True
+
+
+def lattice_subset(stems: Sequence[str], pieces: Mapping[str, int] | None = None) -> tuple[str, ...]:
+    """The stems of ``stems`` the lattice core can decide together (in their order): the lattice parts, less those
+    whose off-lattice connectors mate another's (or their own), dropped one at a time, the part that clashes with
+    the most going first (ties: the one with the fewest ``pieces``, then the last)."""
+    chosen = [s for s in dict.fromkeys(stems) if is_lattice_part(s)]
+    others = {s: [c for c in get_part(s).connectors if c.family != "stud"] for s in chosen}
+
+    def clash(s: str, t: str) -> bool:
+        return any(cx.mates(a, b) for a in others[s] for b in others[t])
+
+    clashes = {s: {t for t in chosen if clash(s, t)} for s in chosen}
+    while True:
+        worst = max(reversed(chosen), key=lambda s: (len(clashes[s]), -(pieces or {}).get(s, 0)), default=None)
+        if worst is None or not clashes[worst]:
+            return tuple(chosen)
+        chosen.remove(worst)
+        for s in chosen:
+            clashes[s].discard(worst)
 
 
 def _low_pose(stem: str, q: int) -> np.ndarray:
@@ -383,4 +403,5 @@ __all__ = [
     "build_tables",
     "check_tables",
     "is_lattice_part",
+    "lattice_subset",
 ]

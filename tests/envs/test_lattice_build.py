@@ -1,6 +1,6 @@
-"""The open builds on the lattice core (``ModelLattice-v0``, ``SetLattice-v0``): registration, the exact ids'
-palette and start piece, and lattice episodes replayed on the exact path to the same joints and verdicts (all but
-the drop test's, which the lattice does not run)."""
+"""The open builds on the lattice core (``ModelLattice-v0``, ``SetLattice-v0``, ``AltBuildLattice-v0``):
+registration, the exact ids' palette, stock and start piece, and lattice episodes replayed on the exact path to the
+same joints and verdicts (all but the drop test's, which the lattice does not run)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from brick_gym.core.assembly import Assembly
 from brick_gym.core.colours import colour
+from brick_gym.core.rules import Inventory
 from brick_gym.core.validity import check
 from brick_gym.envs.lattice_build import OpenBuildEnv, OpenBuildVectorEnv
 from brick_gym.envs.lattice_vector import TERMS
@@ -17,6 +18,16 @@ from brick_gym.envs.registry import register_all
 from brick_gym.lattice import columns as cols
 
 IDS = {"model": "BrickGym/ModelLattice-v0", "set": "BrickGym/SetLattice-v0"}
+SMALL_SET = {
+    "91405": {"light bluish gray": 2},  # the start plate, and one more
+    "3001": {"red": 3, "blue": 2},
+    "3004": {"red": 4},
+    "6232": {"white": 1},  # its axle hole takes the 1 × 2 brick's bar: of the two, the fewer pieces go
+    "3039": {"white": 2},  # a slope: a contained part
+    "3024": {"yellow": 10, "black": None},
+    "3062b": {"red": 3},  # a round brick off the lattice
+}
+"""A small Alt-Build inventory (its tables take seconds; set 10698's take minutes once, then come from disk)."""
 
 
 @pytest.mark.parametrize("setting", sorted(IDS))
@@ -76,3 +87,58 @@ def test_open_build_episodes_replay_on_the_exact_path_to_the_same_verdicts(setti
         assert info["reward_terms"]["validity"] == float(not issues)
         assert ("part_limit" in issues) == (setting == "set")  # a 26-piece Set build is under the 400 parts
         assert info["reward_terms"]["fidelity"] == 0.0  # no target, as on the exact path
+
+
+def test_altbuild_plays_the_inventorys_lattice_parts_in_their_stocked_colours_and_counts() -> None:
+    register_all()
+    inventory = Inventory.from_mapping(SMALL_SET)
+    vec = gym.make_vec("BrickGym/AltBuildLattice-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                       inventory=inventory)  # fmt: skip
+    assert isinstance(vec, OpenBuildVectorEnv) and vec.setting == "alt-build"
+    assert set(vec.layout.palette) == {"91405", "3001", "3004", "3039", "3024"}  # no 6232, no round brick
+    lattice_pairs = [k for k in inventory.limits if k[0] in vec.layout.palette]
+    assert vec.stop_action == len(lattice_pairs) * 4 * 16 * 16
+    vec.reset(seed=0)
+    b = vec.batch
+    for (stem, code), limit in inventory.limits.items():
+        if stem in vec.layout.palette:
+            left = -1 if limit is None else limit - (stem == "91405")  # the start plate takes one of its own
+            assert b.stock[:, b.tables.index(stem), b.colour_index(code)].tolist() == [left, left]
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        vec.step(vec.sample_actions(rng))
+        for e in range(2):
+            alive = b.pieces[e, : b.meta[e, 0]]
+            alive = alive[alive[:, 0] >= 0]
+            for (stem, code), limit in inventory.limits.items():
+                if limit is not None and stem in vec.layout.palette:
+                    used = ((alive[:, 0] == b.tables.index(stem)) & (alive[:, 5] == b.colour_index(code))).sum()
+                    assert used <= limit
+
+
+def test_altbuild_episodes_replay_on_the_exact_path_within_the_inventory() -> None:
+    env = OpenBuildEnv(setting="alt-build", inventory=Inventory.from_mapping(SMALL_SET), max_pieces=18)
+    rng = np.random.default_rng(5)
+    for episode in range(2):
+        env.reset(seed=episode)
+        task = env.vector.tasks[0]
+        exact = Assembly(task.rules)
+        assert exact.add(*task.start).ok
+        done = False
+        while not done:
+            action = int(env.vector.sample_actions(rng)[0])
+            placement = env.placement(action)
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+            if placement is not None:
+                assert exact.place(placement).ok
+        assert len(exact) == info["pieces"]
+        issues = {i.kind for i in check(exact).issues if i.kind != "unstable"}
+        assert "stock" not in issues and info["reward_terms"]["validity"] == float(not issues)
+
+
+def test_an_inventory_is_only_alt_builds_and_a_start_piece_off_the_lattice_is_refused() -> None:
+    with pytest.raises(ValueError, match="an inventory is Alt-Build's"):
+        OpenBuildVectorEnv(setting="model", inventory=Inventory.from_mapping(SMALL_SET))
+    with pytest.raises(ValueError, match="not a lattice part"):
+        OpenBuildVectorEnv(setting="alt-build", inventory=Inventory.from_mapping({"3062b": {"red": 3}}))

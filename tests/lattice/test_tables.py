@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from brick_gym.lattice.tables import BOX, CONTAINED, HOLE, STUD, NotLattice, build_tables, is_lattice_part
+from brick_gym.lattice.tables import (
+    BOX,
+    CONTAINED,
+    HOLE,
+    STUD,
+    NotLattice,
+    build_tables,
+    is_lattice_part,
+    lattice_subset,
+)
 
 
 def test_bricks_plates_tiles_slopes_and_round_plates_are_lattice_parts_and_technic_is_not() -> None:
@@ -35,3 +44,11 @@ def test_a_hole_on_a_stud_puts_the_new_piece_s_bottom_on_the_stud_s_plate_bounda
     assert dh == 0 and q == 0
     hole = t.conn_point[0, q, 0]
     assert np.array_equal([di, dk], -hole[[0, 2]])  # the hole lands on the stud's column
+
+
+def test_a_lattice_subset_drops_parts_off_the_lattice_and_the_parts_whose_off_lattice_connectors_clash() -> None:
+    bars = ["3004", "3010", "3023b"]  # each has a bar under it that an axle hole takes
+    assert lattice_subset(["3062b", "3001", *bars, "3941"]) == ("3001", *bars)  # 3941 clashes with all three
+    assert lattice_subset(["3004", "6232"]) == ("3004",)  # a tie: the last goes
+    assert lattice_subset(["3004", "6232"], {"3004": 1, "6232": 5}) == ("6232",)  # a tie: the fewest pieces go
+    assert lattice_subset(["3001", "3001", "3024"]) == ("3001", "3024")
