@@ -30,7 +30,7 @@ class ColumnEncoding:
         n = env.num_envs
         self.tables = ColumnTables(env.batch.tables, env.palette_part, env.inv_yaw)
         self.heights = np.zeros((n, x, z), dtype=np.int64)
-        self.tops = np.zeros((n, 2, x, z), dtype=np.int64)
+        self.tops = np.zeros((n, 1 + self.tables.words, x, z), dtype=np.int64)
         self.cls = np.zeros((n, self.tables.classes, x, z), dtype=np.int8)
         self.legal = np.zeros((n, len(env.palette_part) * 4 * x * z), dtype=np.int8)
         self.nlegal = np.zeros((n, len(env.palette_part) * 4), dtype=np.int64)

@@ -10,8 +10,9 @@ import numpy as np
 from brick_gym.lattice.tables import HOLE, LatticeParts
 
 BITS = 63
-"""Palette shapes and hole subtypes with an index below this get a bit in the column summaries (int64 masks); any
-other is decided by :func:`~brick_gym.lattice.columns.evaluate` one action at a time."""
+"""Bits per int64 word of the column summaries: palette shape ``a`` is bit ``a % BITS`` of word ``a // BITS`` (as
+many words as the palette needs); a hole subtype with an index of this or more is decided by
+:func:`~brick_gym.lattice.columns.evaluate` one action at a time."""
 
 
 class ColumnTables:
@@ -26,8 +27,11 @@ class ColumnTables:
         self.feet = np.array(feet, dtype=np.int64).reshape(-1, 2)
         """(F, 2) the distinct footprints (nx, nz) of the palette's shapes."""
         foot = [feet.index((int(x), int(z))) for x, _, z in dims.tolist()]
-        self.risk = stack_risk(tables, self.palette_part)
-        """(P * 4,) per shape of any part, the palette shapes whose placement on a piece of it needs the meshes."""
+        self.words = -(-len(fast) // BITS)
+        """int64 words of a palette-shape bitmask."""
+        self.risk = stack_risk(tables, self.palette_part, self.words)
+        """(P * 4, words) per shape of any part, the palette shapes whose placement on a piece of it needs the
+        meshes."""
         keys = [(foot[a], int(dims[a, 1]), int(fast[a])) if fast[a] >= 0 else (foot[a], -1, -1 - a)
                 for a in range(len(fast))]  # fmt: skip
         classes = list(dict.fromkeys(keys))
@@ -38,8 +42,11 @@ class ColumnTables:
         """(K,) each class's height in plates."""
         self.ccode = np.array([max(k[2], -1) for k in classes], dtype=np.int64)
         """(K,) the hole subtype a class's summary verdict tests (−1: every action evaluated)."""
-        self.cmask = np.array([sum(1 << a for a in m if a < BITS) for m in members], dtype=np.int64)
-        """(K,) the class's shapes as a bitmask."""
+        self.cmask = np.zeros((len(classes), self.words), dtype=np.int64)
+        """(K, words) the class's shapes as a bitmask."""
+        for c, m in enumerate(members):
+            for a in m:
+                self.cmask[c, a // BITS] |= np.int64(1) << (a % BITS)
         self.cshapes = np.full((len(classes), max(map(len, members))), -1, dtype=np.int64)
         """(K, most) the class's shapes (padded with −1)."""
         for c, m in enumerate(members):
@@ -69,7 +76,7 @@ def fast_parts(tables: LatticeParts, palette_part: np.ndarray, inv_yaw: np.ndarr
     for s, p in enumerate(palette_part.tolist()):
         holes = np.flatnonzero(t.conn_kind[p, : t.nconn[p]] == HOLE)
         codes = set(t.conn_mate[p, holes].tolist())
-        if len(codes) != 1 or next(iter(codes)) >= BITS or s * 4 + 3 >= BITS:
+        if len(codes) != 1 or next(iter(codes)) >= BITS:
             continue
         for q in range(4):
             nx, _, nz = t.dims[p, q].tolist()
@@ -85,18 +92,16 @@ def fast_parts(tables: LatticeParts, palette_part: np.ndarray, inv_yaw: np.ndarr
     return out
 
 
-def stack_risk(tables: LatticeParts, palette_part: np.ndarray) -> np.ndarray:
-    """(P * 4,) int64: per shape b (any part, quarter), bit s * 4 + q set when palette shape (s, q) resting on a
-    piece of shape b (b's top at the new piece's bottom) has a pair verdict (a contained part involved) that is a
-    collision at some plan offset where they overlap: then :func:`~brick_gym.lattice.columns.evaluate` looks the
-    verdict up."""
+def stack_risk(tables: LatticeParts, palette_part: np.ndarray, words: int) -> np.ndarray:
+    """(P * 4, words) int64: per shape b (any part, quarter), the bit of palette shape s * 4 + q set when it resting
+    on a piece of shape b (b's top at the new piece's bottom) has a pair verdict (a contained part involved) that
+    is a collision at some plan offset where they overlap: then :func:`~brick_gym.lattice.columns.evaluate` looks
+    the verdict up."""
     t = tables
-    out = np.zeros(len(t.stems) * 4, dtype=np.int64)
+    out = np.zeros((len(t.stems) * 4, words), dtype=np.int64)
     for s, pa in enumerate(palette_part.tolist()):
         for qa in range(4):
             bit = s * 4 + qa
-            if bit >= BITS:
-                continue
             nx, ny, nz = t.dims[pa, qa].tolist()
             for b in range(len(out)):
                 start = t.pair_start[pa * 4 + qa, b]
@@ -109,7 +114,7 @@ def stack_risk(tables: LatticeParts, palette_part: np.ndarray) -> np.ndarray:
                     for dz in range(1 - bz, nz)
                 )  # dy = −by: the piece below ends where the new one starts
                 if hit:
-                    out[b] |= np.int64(1) << bit
+                    out[b, bit // BITS] |= np.int64(1) << (bit % BITS)
     return out
 
 

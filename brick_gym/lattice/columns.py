@@ -19,7 +19,8 @@ new piece's columns, so only the windows meeting them are folded again, and a cl
 written only where its verdict changed. Whatever the summary cannot decide (a part whose holes are not one subtype
 under every column, a shape whose meshes may meet the piece below) goes through :func:`evaluate`, the authority.
 
-Per-env state of the kernels (``cs``): ``heights`` (N, X, Z), ``tops`` (N, 2, X, Z), ``cls`` (N, K, X, Z),
+Per-env state of the kernels (``cs``): ``heights`` (N, X, Z), ``tops`` (N, 1 + W, X, Z) with W the words of a
+palette-shape bitmask (:data:`~brick_gym.lattice.column_tables.BITS`), ``cls`` (N, K, X, Z),
 ``legal`` (N, shapes × X × Z), ``nlegal`` (N, shapes) legal low columns per palette shape.
 """
 
@@ -117,18 +118,22 @@ def evaluate(grid, pieces, used, heights, e, part, q, ci, ck, kind, dims, nconn,
 @njit(cache=True)
 def column_tops(grid, pieces, used, heights, tops, e, lo_i, hi_i, lo_k, hi_k, conn_mate, mates, conn_turn, risk):
     """Summarise the tops of columns [lo_i, hi_i] × [lo_k, hi_k] of env ``e``: ``tops[e, 0, i, k]`` bit m when a
-    free upright stud on the column's top takes a hole of subtype m, ``tops[e, 1, i, k]`` the palette shapes whose
-    placement on the column's top piece needs the meshes (``risk`` of its shape)."""
+    free upright stud on the column's top takes a hole of subtype m, ``tops[e, 1:, i, k]`` the palette shapes whose
+    placement on the column's top piece needs the meshes (``risk`` of its shape, in words)."""
     codes = min(mates.shape[0], BITS)
+    words = risk.shape[1]
     for i in range(lo_i, hi_i + 1):
         for k in range(lo_k, hi_k + 1):
             j0 = heights[e, i, k]
             bits = np.int64(0)
-            needs = np.int64(0)
+            for w in range(words):
+                tops[e, 1 + w, i, k] = 0
             if j0 > 0:
                 o = grid[e, kn.OWNER, i, j0 - 1, k]
                 if o >= 0:
-                    needs = risk[pieces[e, o, 0] * 4 + pieces[e, o, 1]]
+                    shape = pieces[e, o, 0] * 4 + pieces[e, o, 1]
+                    for w in range(words):
+                        tops[e, 1 + w, i, k] = risk[shape, w]
                 sp = grid[e, kn.STUD_PIECE, i, j0, k]
                 if sp >= 0:
                     sc = grid[e, kn.STUD_CONN, i, j0, k]
@@ -139,13 +144,12 @@ def column_tops(grid, pieces, used, heights, tops, e, lo_i, hi_i, lo_k, hi_k, co
                             if mates[m, c]:
                                 bits |= np.int64(1) << c
             tops[e, 0, i, k] = bits
-            tops[e, 1, i, k] = needs
 
 
 @njit(cache=True)
 def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tabs, cols, acts, win):
     """Re-decide every action of env ``e`` whose footprint meets columns [lo_i, hi_i] × [lo_k, hi_k] (their tops
-    summarised): each footprint's windows folded once into ``win`` (3, F, X, Z), each class's verdict read off its
+    summarised): each footprint's windows folded once into ``win`` (2 + W, F, X, Z), each class's verdict read off its
     footprint's window and compared with the one kept in ``cls``; where it changed (or the meshes must decide), the
     class's shapes are decided, by :func:`evaluate` where the summary cannot, and ``legal``, ``nlegal`` and the mask
     (legal and in stock, per colour the part offers) written where a verdict flips."""
@@ -155,32 +159,39 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tab
     offset, ncol, slot_colours = acts
     big_x, big_u, big_z = grid.shape[2], grid.shape[3] - 1, grid.shape[4]
     per_part = 4 * big_x * big_z
+    words = tops.shape[1] - 1
     for f in range(len(feet)):
         fx, fz = feet[f, 0], feet[f, 1]
         for ci in range(max(0, lo_i - fx + 1), min(big_x - fx, hi_i) + 1):
             for ck in range(max(0, lo_k - fz + 1), min(big_z - fz, hi_k) + 1):
                 j0 = np.int64(-1)
                 bits = np.int64(0)
-                needs = np.int64(0)
                 for i in range(ci, ci + fx):
                     for k in range(ck, ck + fz):
                         h = heights[e, i, k]
                         if h > j0:
-                            j0, bits, needs = h, tops[e, 0, i, k], tops[e, 1, i, k]
+                            j0, bits = h, tops[e, 0, i, k]
+                            for w in range(words):
+                                win[2 + w, f, ci, ck] = tops[e, 1 + w, i, k]
                         elif h == j0:
                             bits |= tops[e, 0, i, k]
-                            needs |= tops[e, 1, i, k]
-                win[0, f, ci, ck], win[1, f, ci, ck], win[2, f, ci, ck] = j0, bits, needs
+                            for w in range(words):
+                                win[2 + w, f, ci, ck] |= tops[e, 1 + w, i, k]
+                win[0, f, ci, ck], win[1, f, ci, ck] = j0, bits
     row = np.zeros(5, dtype=np.int64)
     for c in range(len(cn)):
         f, ny, code = cfoot[c], cny[c], ccode[c]
         fx, fz = feet[f, 0], feet[f, 1]
         for ci in range(max(0, lo_i - fx + 1), min(big_x - fx, hi_i) + 1):
             for ck in range(max(0, lo_k - fz + 1), min(big_z - fz, hi_k) + 1):
-                j0, bits, needs = win[0, f, ci, ck], win[1, f, ci, ck], win[2, f, ci, ck]
+                j0, bits = win[0, f, ci, ck], win[1, f, ci, ck]
+                risky = False
+                for w in range(words):
+                    if win[2 + w, f, ci, ck] & cmask[c, w]:
+                        risky = True
                 if j0 + ny > big_u:
                     state = 0
-                elif code < 0 or needs & cmask[c]:
+                elif code < 0 or risky:
                     state = EVALUATE_STATE
                 else:
                     state = (bits >> code) & 1
@@ -191,7 +202,7 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tab
                     a = cshapes[c, n]
                     if state != EVALUATE_STATE:
                         ok = state
-                    elif code < 0 or (needs >> a) & 1:
+                    elif code < 0 or (win[2 + a // BITS, f, ci, ck] >> (a % BITS)) & 1:
                         part = palette_part[a // 4]
                         verdict = evaluate(
                             grid, pieces, used, heights, e, part, a % 4, ci, ck, kind, dims, nconn, conn_kind,
@@ -218,7 +229,7 @@ def reset_masks(grid, pieces, used, meta, stock, masks, allowed, cs, envs, tabs,
     dims = tabs[1]
     heights, tops, cls, legal, nlegal = cs
     big_x, big_z = grid.shape[2], grid.shape[4]
-    win = np.zeros((3, len(cols[1]), big_x, big_z), dtype=np.int64)
+    win = np.zeros((1 + cs[1].shape[1], len(cols[1]), big_x, big_z), dtype=np.int64)
     for e in envs:
         masks[e, :-1] = 0
         masks[e, -1] = 1
@@ -298,7 +309,7 @@ def step_all(actions, active, codes, joints, allowed, grid, pieces, used, meta, 
     result = np.zeros(2, dtype=np.int64)
     row = np.zeros(5, dtype=np.int64)
     big_x, big_z = grid.shape[2], grid.shape[4]
-    win = np.zeros((3, len(cols[1]), big_x, big_z), dtype=np.int64)
+    win = np.zeros((1 + cs[1].shape[1], len(cols[1]), big_x, big_z), dtype=np.int64)
     offset, ncol, slot_colours = acts
     kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
     for e in range(len(actions)):

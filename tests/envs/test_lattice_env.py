@@ -1,6 +1,6 @@
-"""The Fidelity tasks on the lattice core: registration, the column summaries against the authority, and lattice
-episodes replayed on the exact path to the same pieces, joints, fidelity and verdict (all but the drop test's,
-which the lattice does not run). What every lattice family shares is tested in ``test_lattice_vector.py``."""
+"""The Fidelity tasks on the lattice core: registration, and lattice episodes replayed on the exact path to the
+same pieces, joints, fidelity and verdict (all but the drop test's, which the lattice does not run). What every
+lattice family shares is tested in ``test_lattice_vector.py``."""
 
 from __future__ import annotations
 
@@ -28,25 +28,6 @@ def test_make_vec_gives_the_batched_env_with_exact_mask_rows() -> None:
     assert env.action_masks().shape == (2, env.single_action_space.n)
     assert obs["built"].shape == (2, *env.single_observation_space["built"].shape)
     assert set(info["reward_terms"]) >= {"fidelity_delta", "fidelity_colour_delta", "invalid_action", "fidelity"}
-
-
-@pytest.mark.parametrize("force", ["evaluate every action", "meshes under every piece"])
-def test_column_summaries_decide_as_evaluate_does(force: str) -> None:
-    """The summaries (footprint windows, classes) against the authority: an env whose classes all go through
-    ``evaluate`` (or whose every piece below asks for the meshes) keeps the same masks step for step."""
-    fast, slow = FidelityLatticeVectorEnv(3, pool=4), FidelityLatticeVectorEnv(3, pool=4)
-    if force == "evaluate every action":
-        slow.encoding.tables.ccode[:] = -1
-    else:
-        slow.encoding.tables.risk[:] = (1 << 40) - 1
-    fast.reset(seed=21)
-    slow.reset(seed=21)
-    rng = np.random.default_rng(3)
-    for _ in range(120):
-        assert np.array_equal(fast.masks, slow.masks)
-        actions = fast.sample_actions(rng)
-        fast.step(actions)
-        slow.step(actions)
 
 
 def test_lattice_episodes_replay_on_the_exact_path_to_the_same_verdicts() -> None:

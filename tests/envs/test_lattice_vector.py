@@ -9,17 +9,29 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from brick_gym.core.rules import Inventory
 from brick_gym.envs.column_encoding import ColumnEncoding
 from brick_gym.envs.lattice_build import OpenBuildEnv, OpenBuildVectorEnv
 from brick_gym.envs.lattice_env import FidelityLatticeEnv, FidelityLatticeVectorEnv
 from brick_gym.envs.lattice_vector import LatticeEnv, LatticeLayout, LatticeVectorEnv
 from brick_gym.rewards.terms import standard_rewards
 
+WIDE_SET = {
+    stem: {"red": 20, "white": None}
+    for stem in ("91405", "3001", "3002", "3003", "3004", "3005", "3009", "3010", "3020", "3021", "3022", "3023",
+                 "3024", "3034", "3460", "3666", "3710", "3795", "3039", "3040b")
+}  # fmt: skip
+"""An Alt-Build inventory of 20 lattice parts: 80 palette shapes, two words of a shape bitmask."""
+
 FAMILIES: dict[str, tuple[Callable[[int], LatticeVectorEnv], Callable[[], LatticeEnv]]] = {
     "fidelity": (lambda n: FidelityLatticeVectorEnv(n, pool=4), lambda: FidelityLatticeEnv(pool=4)),
     "model": (
         lambda n: OpenBuildVectorEnv(n, setting="model", max_pieces=24),
         lambda: OpenBuildEnv(setting="model", max_pieces=24),
+    ),
+    "alt-build": (
+        lambda n: OpenBuildVectorEnv(n, setting="alt-build", inventory=Inventory.from_mapping(WIDE_SET), max_steps=40),
+        lambda: OpenBuildEnv(setting="alt-build", inventory=Inventory.from_mapping(WIDE_SET), max_steps=40),
     ),
     "set": (
         lambda n: OpenBuildVectorEnv(n, setting="set", max_steps=30),
@@ -75,6 +87,28 @@ def test_incremental_masks_equal_a_full_recompute_along_random_episodes(family: 
         enc.reset_masks(vec, live)
         for old, new in zip(kept, (vec.masks, *enc.state, enc.allowed), strict=True):
             assert np.array_equal(old, new[live])
+
+
+@pytest.mark.parametrize("family", ["fidelity", "alt-build"])
+@pytest.mark.parametrize("force", ["evaluate every action", "meshes under every piece"])
+def test_column_summaries_decide_as_evaluate_does(force: str, family: str) -> None:
+    """The summaries (footprint windows, classes, shape bitmasks of one word or more) against the authority: an env
+    whose classes all go through ``evaluate`` (or whose every piece below asks for the meshes) keeps the same masks
+    step for step."""
+    fast, slow = FAMILIES[family][0](3), FAMILIES[family][0](3)
+    assert fast.encoding.tables.words == (1 if family == "fidelity" else 2)
+    if force == "evaluate every action":
+        slow.encoding.tables.ccode[:] = -1
+    else:
+        slow.encoding.tables.risk[:] = np.iinfo(np.int64).max  # every bit of every word
+    fast.reset(seed=21)
+    slow.reset(seed=21)
+    rng = np.random.default_rng(3)
+    for _ in range(120):
+        assert np.array_equal(fast.masks, slow.masks)
+        actions = fast.sample_actions(rng)
+        fast.step(actions)
+        slow.step(actions)
 
 
 def _stocked_env(stock_of: dict[tuple[str, int], int]) -> LatticeVectorEnv:
