@@ -164,9 +164,10 @@ def run_speed(*, quick: bool = False, on_stage: Callable[[str], None] = lambda s
         on_stage("AltBuild-v0 random masked episodes")
         figures.update(_altbuild_figures(40 if quick else 200))
         on_stage("FidelityLattice-v0 batched at 1, 16, 64, 256 envs: random masked episodes")
-        from brick_gym.bench.lattice_speed import lattice_figures
+        from brick_gym.bench.lattice_speed import lattice_figures, open_build_figures
 
         figures["lattice_env"] = lattice_figures(quick, stick)
+        figures["lattice_open_builds"] = open_build_figures(quick, stick, on_stage)
         on_stage("lean PPO training on FidelityLattice-v0, policy included")
         from brick_gym.bench.training_speed import training_figures
 

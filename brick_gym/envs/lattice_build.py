@@ -5,7 +5,7 @@ vectorization_mode="vector_entry_point")`` gives the batch, ``gym.make`` its one
 Each keeps its exact id's task: the same start piece, budgets and part rule, and the palette's parts that the
 lattice decides (:func:`~brick_gym.lattice.tables.lattice_subset`): all of the default palette (eight bricks and
 plates in four colours), and for an Alt-Build inventory its box and contained parts in their stocked colours and
-counts (set 10698: 53 of its 104 parts, 600 of its 783 pieces; the start plate takes one of its own). There is no
+counts (set 10698: 53 of its 104 parts, 602 of its 783 pieces; the start plate takes one of its own). There is no
 target: the fidelity terms are 0, as on the exact path. The build stays inside a region of cells
 (:data:`REGIONS`): 16 × 16 columns around the start plate. Validity on the lattice is one component without
 collisions within the setting's part counts; BrickBench's drop test is not run (the exact path replays any episode
@@ -33,7 +33,7 @@ from brick_gym.rewards.terms import RewardSpec
 REGIONS = {"model": (16, 96, 16), "set": (16, 160, 16), "alt-build": (16, 96, 16)}
 """Per open-build setting, the region (columns x, plates up, columns z), the start plate centred in its columns:
 400 Model pieces stack ~60 plates high on a 6 × 6 plate, 4,000 Set pieces fill ~120 plates of a 16 × 16 plate's
-columns, and set 10698's 600 lattice pieces under 40."""
+columns; Alt-Build's region is Model's height over a 16 × 16 plate's columns."""
 
 
 @dataclass(frozen=True)

@@ -130,9 +130,12 @@ class LatticeVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"the lattice env works out {TERMS}, not {sorted(set(self.weights) - set(TERMS))}")
         self.max_pieces, self.max_steps = layout.max_pieces, layout.max_steps
         region = layout.region
-        self.batch = LatticeBatch(layout.tables, layout.colours, envs=self.num_envs, region=region,
-                                  max_pieces=self.max_pieces + 1)  # fmt: skip
-        self.palette_part = np.array([self.batch.tables.index(s) for s in layout.palette], dtype=np.int64)
+        t = layout.tables
+        palette_part = np.array([t.index(s) for s in layout.palette], dtype=np.int64)
+        slots = int(t.nconn.max()) + self.max_pieces * int(t.nconn[palette_part].max())  # a start piece, then palette
+        self.batch = LatticeBatch(t, layout.colours, envs=self.num_envs, region=region, max_pieces=self.max_pieces + 1,
+                                  slots=slots)  # fmt: skip
+        self.palette_part = palette_part
         self.inv_yaw = cols.inverse_yaws(self.batch.tables.place)
         self.encoding = encoding
         n = self.encoding.bind(self)

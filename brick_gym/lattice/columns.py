@@ -85,7 +85,7 @@ def evaluate(grid, pieces, used, heights, e, part, q, ci, ck, kind, dims, nconn,
             continue
         sc = grid[e, kn.STUD_CONN, i, h, k]
         host_part = pieces[e, sp, 0]
-        if used[e, sp, sc] or not mates[conn_mate[host_part, sc], conn_mate[part, c]]:
+        if used[e, pieces[e, sp, kn.SLOT] + sc] or not mates[conn_mate[host_part, sc], conn_mate[part, c]]:
             continue
         turn = conn_turn[host_part, pieces[e, sp, 1], sc]
         y = inv_yaw[turn, part, c, q] if turn >= 0 else -1
@@ -138,7 +138,7 @@ def column_tops(grid, pieces, used, heights, tops, e, lo_i, hi_i, lo_k, hi_k, co
                 if sp >= 0:
                     sc = grid[e, kn.STUD_CONN, i, j0, k]
                     hp = pieces[e, sp, 0]
-                    if not used[e, sp, sc] and conn_turn[hp, pieces[e, sp, 1], sc] >= 0:
+                    if not used[e, pieces[e, sp, kn.SLOT] + sc] and conn_turn[hp, pieces[e, sp, 1], sc] >= 0:
                         m = conn_mate[hp, sc]
                         for c in range(codes):
                             if mates[m, c]:

@@ -4,8 +4,10 @@ components and fidelity counts of a batch of assemblies held in flat arrays (:mo
 State per env ``e`` (region coordinates: cell (0, 0, 0) is the region's low corner):
 ``grid[e, OWNER, i, j, k]`` the piece filling a cell (−1 none); ``grid[e, STUD_PIECE / STUD_CONN, i, h, k]`` the
 stud on lattice point (i, h, k) (h: plate boundary) and ``HOLE_PIECE / HOLE_CONN`` the hole there;
-``pieces[e, p]`` = (part, quarter, i0, j0, k0, colour), part −1 once removed; ``used[e, p, c]`` whether connector
-c of piece p is joined; ``meta[e]`` = (next piece id, pieces alive).
+``pieces[e, p]`` = (part, quarter, i0, j0, k0, colour, first slot), part −1 once removed; ``used[e, s]`` whether
+the connector in slot s is joined (connector c of piece p holds slot ``pieces[e, p, SLOT] + c``: a piece takes as
+many slots as its part has connectors, so a batch holds the connectors its pieces have, not its widest part's
+for every piece); ``meta[e]`` = (next piece id, pieces alive, next free slot).
 Tables: :meth:`~brick_gym.lattice.tables.LatticeParts.arrays`.
 """
 
@@ -16,7 +18,9 @@ from numba import njit
 
 OWNER, STUD_PIECE, STUD_CONN, HOLE_PIECE, HOLE_CONN = 0, 1, 2, 3, 4
 CHANNELS = 5
-NEXT, ALIVE = 0, 1
+NEXT, ALIVE, SLOTS = 0, 1, 2
+SLOT = 6
+"""The column of ``pieces`` holding a piece's first connector slot."""
 
 OK, NO_MATE, OCCUPIED, PART_LIMIT, OUT_OF_STOCK, COLLISION, UNDECIDED = 0, 1, 2, 3, 4, 5, 6
 REASONS = (None, "no_mate", "occupied", "part_limit", "out_of_stock", "collision", None)
@@ -89,7 +93,7 @@ def check(
     hp = pieces[e, host, 0]
     if not mates[conn_mate[hp, conn], conn_mate[part, source]]:
         return NO_MATE
-    if used[e, host, conn]:
+    if used[e, pieces[e, host, SLOT] + conn]:
         return OCCUPIED
     if limit >= 0 and meta[e, ALIVE] >= limit:
         return PART_LIMIT
@@ -115,12 +119,16 @@ def commit(grid, pieces, used, meta, stock, e, part, q, i0, j0, k0, colour, dims
            mates, conn_point):  # fmt: skip
     """Add a piece whose placement :func:`check` passed (or a start piece); join its studs and holes with the free
     holes and studs on the same lattice points. Returns (piece id, new joints)."""
+    slot = meta[e, SLOTS]
+    if slot + nconn[part] > used.shape[1]:
+        raise IndexError("the batch has no connector slots left for this piece")
     pid = meta[e, NEXT]
     meta[e, NEXT] += 1
     meta[e, ALIVE] += 1
+    meta[e, SLOTS] += nconn[part]
     if stock[e, part, colour] > 0:
         stock[e, part, colour] -= 1
-    pieces[e, pid, 0], pieces[e, pid, 1], pieces[e, pid, 5] = part, q, colour
+    pieces[e, pid, 0], pieces[e, pid, 1], pieces[e, pid, 5], pieces[e, pid, SLOT] = part, q, colour, slot
     pieces[e, pid, 2], pieces[e, pid, 3], pieces[e, pid, 4] = i0, j0, k0
     for i in range(i0, i0 + dims[part, q, 0]):
         for j in range(j0, j0 + dims[part, q, 1]):
@@ -138,10 +146,10 @@ def commit(grid, pieces, used, meta, stock, e, part, q, i0, j0, k0, colour, dims
         else:
             grid[e, HOLE_PIECE, i, h, k], grid[e, HOLE_CONN, i, h, k] = pid, c
             other, oc = grid[e, STUD_PIECE, i, h, k], grid[e, STUD_CONN, i, h, k]
-        free = other >= 0 and other != pid and not used[e, other, oc]
+        free = other >= 0 and other != pid and not used[e, pieces[e, other, SLOT] + oc]
         if free and mates[conn_mate[part, c], conn_mate[pieces[e, other, 0], oc]]:
-            used[e, other, oc] = 1
-            used[e, pid, c] = 1
+            used[e, pieces[e, other, SLOT] + oc] = 1
+            used[e, slot + c] = 1
             joints += 1
     return pid, joints
 
@@ -164,11 +172,11 @@ def remove(grid, pieces, used, meta, stock, e, pid, dims, nconn, conn_kind, conn
         mine, theirs = (STUD_PIECE, HOLE_PIECE) if ck == _STUD else (HOLE_PIECE, STUD_PIECE)
         if grid[e, mine, i, h, k] == pid:
             grid[e, mine, i, h, k] = -1
-        if used[e, pid, c]:
+        if used[e, pieces[e, pid, SLOT] + c]:
             other = grid[e, theirs, i, h, k]
             if other >= 0:
-                used[e, other, grid[e, theirs + 1, i, h, k]] = 0
-            used[e, pid, c] = 0
+                used[e, pieces[e, other, SLOT] + grid[e, theirs + 1, i, h, k]] = 0
+            used[e, pieces[e, pid, SLOT] + c] = 0
     colour = pieces[e, pid, 5]
     if stock[e, part, colour] >= 0:
         stock[e, part, colour] += 1
@@ -196,7 +204,7 @@ def components(grid, pieces, used, meta, e, nconn, conn_kind, conn_point):
             continue
         q = pieces[e, p, 1]
         for c in range(nconn[part]):
-            if conn_kind[part, c] != _STUD or not used[e, p, c]:
+            if conn_kind[part, c] != _STUD or not used[e, pieces[e, p, SLOT] + c]:
                 continue
             i = pieces[e, p, 2] + conn_point[part, q, c, 0]
             h = pieces[e, p, 3] + conn_point[part, q, c, 1]

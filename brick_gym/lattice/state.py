@@ -20,7 +20,8 @@ from brick_gym.lattice.tables import LatticeParts, build_tables
 
 class LatticeBatch:
     """``envs`` lattice assemblies over one part set, colour list and region (see :mod:`.kernels` for the
-    arrays). ``origin`` is the lattice index of every env's region cell (0, 0, 0) (per env or shared)."""
+    arrays). ``origin`` is the lattice index of every env's region cell (0, 0, 0) (per env or shared); ``slots``
+    how many connectors an env's pieces may hold in all (default: ``max_pieces`` of the widest part)."""
 
     def __init__(
         self,
@@ -32,6 +33,7 @@ class LatticeBatch:
         origin: Sequence[int] | np.ndarray = (-16, -8, -16),
         max_pieces: int = 256,
         limit: int = -1,
+        slots: int | None = None,
     ) -> None:
         self.tables = stems if isinstance(stems, LatticeParts) else build_tables(stems)
         self.colours = tuple(int(get_colour(c).code) for c in colours)
@@ -41,9 +43,10 @@ class LatticeBatch:
         x, u, z = self.region
         parts = len(self.tables.stems)
         self.grid = np.full((envs, kn.CHANNELS, x, u + 1, z), -1, dtype=np.int32)
-        self.pieces = np.full((envs, max_pieces, 6), -1, dtype=np.int32)
-        self.used = np.zeros((envs, max_pieces, self.tables.conn_kind.shape[1]), dtype=np.int8)
-        self.meta = np.zeros((envs, 2), dtype=np.int64)
+        self.pieces = np.full((envs, max_pieces, 7), -1, dtype=np.int32)
+        slots = max_pieces * self.tables.conn_kind.shape[1] if slots is None else int(slots)
+        self.used = np.zeros((envs, slots), dtype=np.int8)
+        self.meta = np.zeros((envs, 3), dtype=np.int64)
         self.stock = np.full((envs, parts, len(self.colours)), -1, dtype=np.int32)
         self._out = np.zeros(4, dtype=np.int64)
 
@@ -139,7 +142,7 @@ class LatticeBatch:
 
     def pose(self, e: int, pid: int) -> np.ndarray:
         """The world pose of a piece (LDraw frame), as the exact path would give it."""
-        part, q, i0, j0, k0, _ = self.pieces[e, pid].tolist()
+        part, q, i0, j0, k0 = self.pieces[e, pid, :5].tolist()
         shape = contained_shape(self.tables.stems[part])
         assert shape is not None
         (lx, lu, lz), _ = shape.turned[q]

@@ -46,6 +46,9 @@ def test_speed_quick_reports_every_figure(capsys) -> None:
     assert all(
         lattice[k]["env_steps_per_s"] > 0 and lattice[k]["env_step_over_attach"] > 0 for k in lattice if "envs" in k
     )
+    builds = figures["lattice_open_builds"]
+    assert set(builds) == {"ModelLattice-v0", "SetLattice-v0"}  # a quick run leaves out AltBuildLattice-v0
+    assert all(row[k]["env_steps_per_s"] > 0 for row in builds.values() for k in ("1 envs", "16 envs", "64 envs"))
     training = figures["lean_training"]
     assert training["env_steps_per_s"] > 0 and training["env_step_over_attach"] > 0 and training["head"] == "factored"
 

@@ -4,6 +4,7 @@ piece takes one of its own)."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 
 import numpy as np
@@ -176,3 +177,19 @@ def test_the_sampler_is_uniform_over_allowed_actions(stocked: bool) -> None:
             drawn = [int(env.encoding.sample(env, np.full(env.num_envs, x))[e]) for x in u]
             assert sorted(drawn) == allowed.tolist()
         env.step(env.sample_actions(rng))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_batch_pickled_mid_episode_plays_on_as_the_original(family: str) -> None:
+    vec = FAMILIES[family][0](2)
+    vec.reset(seed=3)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        vec.step(vec.sample_actions(rng))
+    copy = pickle.loads(pickle.dumps(vec))
+    for _ in range(40):
+        actions = vec.sample_actions(rng)
+        ours, theirs = vec.step(actions), copy.step(actions)
+        for key in ours[0]:
+            assert np.array_equal(ours[0][key], theirs[0][key])
+        assert np.array_equal(ours[1], theirs[1]) and np.array_equal(vec.masks, copy.masks)
