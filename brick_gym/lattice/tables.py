@@ -18,6 +18,7 @@ placement puts the new part (quarter and low cell relative to the target's latti
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -317,6 +318,21 @@ def _compute(stems: tuple[str, ...]) -> dict[str, np.ndarray]:
     }  # fmt: skip
 
 
+class Progress:
+    """A stderr line at each tenth of ``total`` steps, when ``total`` is at least :attr:`LONG` (a minutes-long
+    build, e.g. an Alt-Build inventory's tables on a machine's first use; small part sets stay quiet)."""
+
+    LONG = 5000
+
+    def __init__(self, what: str, total: int) -> None:
+        self.what, self.total, self.done = what, total, 0
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.total >= self.LONG and self.done * 10 // self.total != (self.done - 1) * 10 // self.total:
+            print(f"{self.what}: {self.done * 100 // self.total}% (once per machine, then from disk)", file=sys.stderr)
+
+
 def _probe_connector(subtype: str) -> object:
     """A connector of a table subtype (a stud-family subtype, or ``kind:subtype:polarity``) for asking
     ``connectors.mates``."""
@@ -356,12 +372,16 @@ def _pair_table(stems: tuple[str, ...], kind: np.ndarray, dims: np.ndarray) -> t
     start = np.full((shapes, shapes), -1, dtype=np.int64)
     values: list[np.ndarray] = []
     size = 0
+    contained = int((kind != BOX).sum())
+    progress = Progress(f"lattice tables of {len(stems)} parts: fcl pair verdicts",
+                        16 * contained * (2 * len(stems) - contained))  # fmt: skip
     for a in range(shapes):
         pa, qa = divmod(a, 4)
         for b in range(shapes):
             pb, qb = divmod(b, 4)
             if kind[pa] == BOX and kind[pb] == BOX:
                 continue
+            progress.tick()
             (ax, ay, az), (bx, by, bz) = dims[pa, qa], dims[pb, qb]
             offsets = np.array(
                 [

@@ -52,3 +52,17 @@ def test_a_lattice_subset_drops_parts_off_the_lattice_and_the_parts_whose_off_la
     assert lattice_subset(["3004", "6232"]) == ("3004",)  # a tie: the last goes
     assert lattice_subset(["3004", "6232"], {"3004": 1, "6232": 5}) == ("6232",)  # a tie: the fewest pieces go
     assert lattice_subset(["3001", "3001", "3024"]) == ("3001", "3024")
+
+
+def test_a_long_table_build_reports_each_tenth_on_stderr_and_a_short_one_stays_quiet(capsys) -> None:
+    from brick_gym.lattice.tables import Progress
+
+    long = Progress("tables", 10 * Progress.LONG)
+    for _ in range(10 * Progress.LONG):
+        long.tick()
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[1].split("%")[0] for line in lines] == [str(p) for p in range(10, 101, 10)]
+    short = Progress("tables", Progress.LONG - 1)
+    for _ in range(Progress.LONG - 1):
+        short.tick()
+    assert capsys.readouterr().err == ""
