@@ -60,3 +60,30 @@ def connector_order() -> Callable[..., list[Any]]:
         return [items[k] for k in range(longest) for items in per_slot if k < len(items)]
 
     return order
+
+
+@pytest.fixture
+def lattice_replay() -> Callable[..., dict[str, Any]]:
+    """``lattice_replay(env, exact, rng, probe)``: play one episode of a lattice one-env face (reset already)
+    from the compiled sampler, mirrored on the exact ``Assembly`` ``exact``: before each step ``probe`` allowed
+    actions are legal on the exact path, and each placement is made there with the same new joints. Returns the
+    last step's info (the batch and the assembly hold the same joints then)."""
+    import numpy as np
+
+    def replay(env: Any, exact: Any, rng: Any, probe: int = 6) -> dict[str, Any]:
+        done, info = False, {}
+        while not done:
+            allowed = np.flatnonzero(env.action_masks()[:-1])
+            for a in rng.choice(allowed, size=min(probe, len(allowed)), replace=False):
+                assert exact.evaluate(env.placement(int(a))).ok
+            action = int(env.vector.sample_actions(rng)[0])
+            placement = env.placement(action)
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+            if placement is not None:
+                outcome = exact.place(placement)
+                assert outcome.ok and len(outcome.joints) == info["reward_terms"]["new_joints"]
+        assert env.vector.batch.joint_count(0) == len(exact.joints) and info["pieces"] == len(exact)
+        return info
+
+    return replay

@@ -4,6 +4,9 @@ same joints and verdicts (all but the drop test's, which the lattice does not ru
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -61,30 +64,30 @@ def test_actions_offer_the_exact_ids_palette_and_the_start_piece_sits_where_the_
     assert np.allclose(vec.batch.pose(0, 0), np.eye(4))  # Episode.start adds the start piece at the identity pose
 
 
-@pytest.mark.parametrize(("setting", "budget"), [("model", {"max_pieces": 60}), ("set", {"max_steps": 25})])
-def test_open_build_episodes_replay_on_the_exact_path_to_the_same_verdicts(setting: str, budget: dict) -> None:
-    env = OpenBuildEnv(setting=setting, **budget)
+@pytest.mark.parametrize(
+    ("setting", "args"),
+    [
+        ("model", {"max_pieces": 60}),
+        ("set", {"max_steps": 25}),
+        ("alt-build", {"max_pieces": 18, "inventory": SMALL_SET}),
+    ],
+)
+def test_open_build_episodes_replay_on_the_exact_path_to_the_same_verdicts(
+    setting: str, args: dict, lattice_replay: Callable[..., dict[str, Any]]
+) -> None:
+    """Alt-Build's episodes stay within the inventory: the exact check finds no stock issue."""
+    if "inventory" in args:
+        args = {**args, "inventory": Inventory.from_mapping(args["inventory"])}
+    env = OpenBuildEnv(setting=setting, **args)
     rng = np.random.default_rng(4)
     for episode in range(2):
         env.reset(seed=episode)
         task = env.vector.tasks[0]
         exact = Assembly(task.rules)
         assert exact.add(*task.start).ok
-        done = False
-        while not done:
-            allowed = np.flatnonzero(env.action_masks()[:-1])
-            for a in rng.choice(allowed, size=min(6, len(allowed)), replace=False):  # every allowed action is legal
-                assert exact.evaluate(env.placement(int(a))).ok
-            action = int(env.vector.sample_actions(rng)[0])
-            placement = env.placement(action)
-            _, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-            if placement is not None:
-                outcome = exact.place(placement)
-                assert outcome.ok and len(outcome.joints) == info["reward_terms"]["new_joints"]
-        assert env.vector.batch.joint_count(0) == len(exact.joints)
+        info = lattice_replay(env, exact, rng)
         issues = {i.kind for i in check(exact).issues if i.kind != "unstable"}  # the lattice runs no drop test
-        assert info["reward_terms"]["validity"] == float(not issues)
+        assert info["reward_terms"]["validity"] == float(not issues) and "stock" not in issues
         assert ("part_limit" in issues) == (setting == "set")  # a 26-piece Set build is under the 400 parts
         assert info["reward_terms"]["fidelity"] == 0.0  # no target, as on the exact path
 
@@ -114,27 +117,6 @@ def test_altbuild_plays_the_inventorys_lattice_parts_in_their_stocked_colours_an
                 if limit is not None and stem in vec.layout.palette:
                     used = ((alive[:, 0] == b.tables.index(stem)) & (alive[:, 5] == b.colour_index(code))).sum()
                     assert used <= limit
-
-
-def test_altbuild_episodes_replay_on_the_exact_path_within_the_inventory() -> None:
-    env = OpenBuildEnv(setting="alt-build", inventory=Inventory.from_mapping(SMALL_SET), max_pieces=18)
-    rng = np.random.default_rng(5)
-    for episode in range(2):
-        env.reset(seed=episode)
-        task = env.vector.tasks[0]
-        exact = Assembly(task.rules)
-        assert exact.add(*task.start).ok
-        done = False
-        while not done:
-            action = int(env.vector.sample_actions(rng)[0])
-            placement = env.placement(action)
-            _, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-            if placement is not None:
-                assert exact.place(placement).ok
-        assert len(exact) == info["pieces"]
-        issues = {i.kind for i in check(exact).issues if i.kind != "unstable"}
-        assert "stock" not in issues and info["reward_terms"]["validity"] == float(not issues)
 
 
 def test_an_inventory_is_only_alt_builds_and_a_start_piece_off_the_lattice_is_refused() -> None:

@@ -4,6 +4,9 @@ lattice family shares is tested in ``test_lattice_vector.py``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -30,7 +33,9 @@ def test_make_vec_gives_the_batched_env_with_exact_mask_rows() -> None:
     assert set(info["reward_terms"]) >= {"fidelity_delta", "fidelity_colour_delta", "invalid_action", "fidelity"}
 
 
-def test_lattice_episodes_replay_on_the_exact_path_to_the_same_verdicts() -> None:
+def test_lattice_episodes_replay_on_the_exact_path_to_the_same_verdicts(
+    lattice_replay: Callable[..., dict[str, Any]],
+) -> None:
     env = FidelityLatticeEnv(pool=6)
     rng = np.random.default_rng(2)
     for episode in range(4):
@@ -38,23 +43,10 @@ def test_lattice_episodes_replay_on_the_exact_path_to_the_same_verdicts() -> Non
         base = env.vector.tasks[0].extras["fidelity_task"].steps[0]
         exact = Assembly()
         exact.add(base.part, base.colour, np.eye(4))
-        done = False
-        while not done:
-            mask = env.action_masks()
-            allowed = np.flatnonzero(mask[:-1])
-            for a in rng.choice(allowed, size=min(8, len(allowed)), replace=False):  # every allowed action is legal
-                assert exact.evaluate(env.placement(int(a))).ok
-            action = int(env.vector.sample_actions(rng)[0])
-            placement = env.placement(action)
-            _, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-            if placement is not None:
-                outcome = exact.place(placement)
-                assert outcome.ok and len(outcome.joints) == info["reward_terms"]["new_joints"]
+        info = lattice_replay(env, exact, rng, probe=8)
         progress = TargetProgress(env.vector.tasks[0].target_voxels)
         progress.sync(exact)
         assert info["reward_terms"]["fidelity"] == pytest.approx(progress.shape_iou)
         assert info["reward_terms"]["fidelity_colour"] == pytest.approx(progress.colour_iou)
         beside_drop_test = [i for i in check(exact).issues if i.kind != "unstable"]  # the lattice runs no drop test
         assert info["reward_terms"]["validity"] == float(not beside_drop_test)
-        assert env.vector.batch.joint_count(0) == len(exact.joints)
