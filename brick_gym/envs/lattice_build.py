@@ -74,7 +74,8 @@ class OpenBuildStart:
         if self.start is None:
             stem, colour = self.build.task.start
             placed = lattice_place(contained_shape(stem), np.eye(4))  # type: ignore[arg-type]
-            assert placed is not None, f"start piece {stem} is off the lattice"
+            if placed is None:  # e.g. a part an odd number of studs wide, centred on the origin
+                raise ValueError(f"start piece {stem} at the identity pose is off the lattice's stud columns")
             _, (i0, j0, k0, *_) = placed
             part = env.batch.tables.index(stem)
             x, _, z = self.build.region
@@ -152,6 +153,7 @@ class OpenBuildVectorEnv(LatticeVectorEnv):
         layout = open_layout(self.build, max_pieces, max_steps)
         super().__init__(num_envs, layout, draw=OpenBuildTask(self.build.task), start_of=OpenBuildStart(self.build),
                          rewards=_rewards(rewards), encoding=encoding or ColumnEncoding())  # fmt: skip
+        self.start_of(self.build.task, self)  # a start piece the lattice cannot hold fails here, not at reset
 
 
 class OpenBuildEnv(LatticeEnv):

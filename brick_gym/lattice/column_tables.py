@@ -1,7 +1,7 @@
 """What the column encoding's kernels (:mod:`.columns`) read besides the part tables, derived from them once per
-palette: which part-quarters the column summaries decide, their footprints, and their classes (part-quarters of
-one footprint, height and hole subtype share every verdict the summaries give, so each class is decided once per
-window)."""
+palette: which part-quarters the column summaries decide, their patterns (footprint and the columns under their
+holes), and their classes (part-quarters of one pattern, height and hole subtype share every verdict the summaries
+give, so each class is decided once per window)."""
 
 from __future__ import annotations
 
@@ -21,12 +21,19 @@ class ColumnTables:
 
     def __init__(self, tables: LatticeParts, palette_part: np.ndarray, inv_yaw: np.ndarray) -> None:
         self.palette_part = np.asarray(palette_part, dtype=np.int64)
-        fast = fast_parts(tables, self.palette_part, inv_yaw).reshape(-1)
+        codes, holes = fast_parts(tables, self.palette_part, inv_yaw)
+        fast = codes.reshape(-1)
         dims = tables.dims[self.palette_part].reshape(-1, 3)
-        feet = sorted({(int(x), int(z)) for x, _, z in dims.tolist()})
-        self.feet = np.array(feet, dtype=np.int64).reshape(-1, 2)
-        """(F, 2) the distinct footprints (nx, nz) of the palette's shapes."""
-        foot = [feet.index((int(x), int(z))) for x, _, z in dims.tolist()]
+        patterns = [(int(x), int(z), holes[a // 4][a % 4]) for a, (x, _, z) in enumerate(dims.tolist())]
+        unique = sorted(set(patterns))
+        self.feet = np.array([p[:2] for p in unique], dtype=np.int64).reshape(-1, 2)
+        """(F, 2) the footprints (nx, nz) of the palette's distinct patterns (footprint and hole columns)."""
+        widest = max((x * z for x, z, _ in unique), default=1)
+        self.fmask = np.zeros((len(unique), widest), dtype=np.int64)
+        """(F, cells) per pattern, 1 for the footprint columns (x · nz + z) whose top studs the shapes' holes take."""
+        for f, (_, _, cells) in enumerate(unique):
+            self.fmask[f, list(cells)] = 1
+        foot = [unique.index(p) for p in patterns]
         self.words = -(-len(fast) // BITS)
         """int64 words of a palette-shape bitmask."""
         self.risk = stack_risk(tables, self.palette_part, self.words)
@@ -37,7 +44,7 @@ class ColumnTables:
         classes = list(dict.fromkeys(keys))
         members = [[a for a in range(len(fast)) if keys[a] == key] for key in classes]
         self.cfoot = np.array([k[0] for k in classes], dtype=np.int64)
-        """(K,) each class's footprint."""
+        """(K,) each class's pattern."""
         self.cny = np.array([int(dims[m[0], 1]) for m in members], dtype=np.int64)
         """(K,) each class's height in plates."""
         self.ccode = np.array([max(k[2], -1) for k in classes], dtype=np.int64)
@@ -60,28 +67,35 @@ class ColumnTables:
         return len(self.cn)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """(palette_part, feet, risk, cfoot, cny, ccode, cmask, cshapes, cn), as the kernels take them."""
+        """(palette_part, feet, risk, cfoot, cny, ccode, cmask, cshapes, cn, fmask), as the kernels take them."""
         return (self.palette_part, self.feet, self.risk, self.cfoot, self.cny, self.ccode, self.cmask, self.cshapes,
-                self.cn)  # fmt: skip
+                self.cn, self.fmask)  # fmt: skip
 
 
-def fast_parts(tables: LatticeParts, palette_part: np.ndarray, inv_yaw: np.ndarray) -> np.ndarray:
-    """(palette parts, 4): the hole subtype of each (part, quarter) whose verdict the column summaries decide,
-    −1 for the others. Decided: holes on the bottom boundary under every column of the footprint, all of one
-    subtype, each taking a stud of any frame turn by a yaw whose placement rests the part at this low column
-    (so :func:`~brick_gym.lattice.columns.evaluate` finds an attachment exactly when a free mating stud tops the
-    footprint's highest cells)."""
+def fast_parts(
+    tables: LatticeParts, palette_part: np.ndarray, inv_yaw: np.ndarray
+) -> tuple[np.ndarray, list[list[tuple[int, ...]]]]:
+    """(codes, holes): ``codes`` (palette parts, 4) the hole subtype of each (part, quarter) whose verdict the
+    column summaries decide, −1 for the others; ``holes[s][q]`` the footprint columns (x · nz + z) under its holes
+    (every column for the others). Decided: holes on the bottom boundary, one under each of some footprint
+    columns, all of one subtype, each taking a stud of any frame turn by a yaw whose placement rests the part at this
+    low column (so :func:`~brick_gym.lattice.columns.evaluate` finds an attachment exactly when a free mating stud
+    tops one of those columns at the footprint's highest cells)."""
     t = tables
     out = np.full((len(palette_part), 4), -1, dtype=np.int64)
+    holes_of: list[list[tuple[int, ...]]] = []
     for s, p in enumerate(palette_part.tolist()):
         holes = np.flatnonzero(t.conn_kind[p, : t.nconn[p]] == HOLE)
         codes = set(t.conn_mate[p, holes].tolist())
-        if len(codes) != 1 or next(iter(codes)) >= BITS:
-            continue
+        per_quarter = []
         for q in range(4):
             nx, _, nz = t.dims[p, q].tolist()
+            every = tuple(range(nx * nz))
             points = t.conn_point[p, q, holes]
-            if sorted(map(tuple, points.tolist())) != sorted((i, 0, k) for i in range(nx) for k in range(nz)):
+            columns = {(i, k) for i, _, k in points.tolist()}
+            on_bottom = bool(len(holes)) and all(j == 0 for _, j, _ in points.tolist()) and len(columns) == len(holes)
+            if len(codes) != 1 or next(iter(codes)) >= BITS or not on_bottom:
+                per_quarter.append(every)
                 continue
             yaws = [(inv_yaw[turn, p, c, q], n, c, turn) for n, c in enumerate(holes.tolist()) for turn in range(4)]
             if all(
@@ -89,7 +103,11 @@ def fast_parts(tables: LatticeParts, palette_part: np.ndarray, inv_yaw: np.ndarr
                 for y, n, c, turn in yaws
             ):
                 out[s, q] = next(iter(codes))
-    return out
+                per_quarter.append(tuple(sorted(i * nz + k for i, k in columns)))
+            else:
+                per_quarter.append(every)
+        holes_of.append(per_quarter)
+    return out, holes_of
 
 
 def stack_risk(tables: LatticeParts, palette_part: np.ndarray, words: int) -> np.ndarray:

@@ -12,7 +12,8 @@ colours + colour``.
 
 Why it is fast: an action's verdict reads only its footprint's columns, so each column keeps a summary of its top
 (``tops``: which hole subtypes its free top stud takes, which palette shapes resting on its top piece need the
-meshes), each of the few distinct footprints (8 for the Fidelity palette) folds a window of columns once, and each
+meshes), each of the few distinct patterns (footprint and the columns under its holes: 8 for the Fidelity palette)
+folds a window of columns once (the highest top over the footprint, the studs over its hole columns there), and each
 class of part-quarters (same footprint, height and hole subtype: 14 classes for 40 part-quarters) reads its
 verdict off the window and compares it with the one it keeps per low column (``cls``). A commit changes only the
 new piece's columns, so only the windows meeting them are folded again, and a class's shapes and mask rows are
@@ -154,7 +155,7 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tab
     class's shapes are decided, by :func:`evaluate` where the summary cannot, and ``legal``, ``nlegal`` and the mask
     (legal and in stock, per colour the part offers) written where a verdict flips."""
     kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
-    palette_part, feet, _, cfoot, cny, ccode, cmask, cshapes, cn = cols
+    palette_part, feet, _, cfoot, cny, ccode, cmask, cshapes, cn, fmask = cols
     heights, tops, cls, legal, nlegal = cs
     offset, ncol, slot_colours = acts
     big_x, big_u, big_z = grid.shape[2], grid.shape[3] - 1, grid.shape[4]
@@ -169,12 +170,14 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tab
                 for i in range(ci, ci + fx):
                     for k in range(ck, ck + fz):
                         h = heights[e, i, k]
+                        under_hole = fmask[f, (i - ci) * fz + (k - ck)]
                         if h > j0:
-                            j0, bits = h, tops[e, 0, i, k]
+                            j0, bits = h, tops[e, 0, i, k] if under_hole else 0
                             for w in range(words):
                                 win[2 + w, f, ci, ck] = tops[e, 1 + w, i, k]
                         elif h == j0:
-                            bits |= tops[e, 0, i, k]
+                            if under_hole:
+                                bits |= tops[e, 0, i, k]
                             for w in range(words):
                                 win[2 + w, f, ci, ck] |= tops[e, 1 + w, i, k]
                 win[0, f, ci, ck], win[1, f, ci, ck] = j0, bits

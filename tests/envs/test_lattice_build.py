@@ -119,8 +119,10 @@ def test_altbuild_plays_the_inventorys_lattice_parts_in_their_stocked_colours_an
                     assert used <= limit
 
 
-def test_an_inventory_is_only_alt_builds_and_a_start_piece_off_the_lattice_is_refused() -> None:
+def test_an_inventory_is_only_alt_builds_and_a_start_piece_the_lattice_cannot_hold_is_refused() -> None:
     with pytest.raises(ValueError, match="an inventory is Alt-Build's"):
         OpenBuildVectorEnv(setting="model", inventory=Inventory.from_mapping(SMALL_SET))
     with pytest.raises(ValueError, match="not a lattice part"):
         OpenBuildVectorEnv(setting="alt-build", inventory=Inventory.from_mapping({"3062b": {"red": 3}}))
+    with pytest.raises(ValueError, match="start piece 15397 at the identity pose is off the lattice"):
+        OpenBuildVectorEnv(setting="alt-build", inventory=Inventory.from_mapping({"15397": {"red": 3}}))

@@ -24,6 +24,17 @@ WIDE_SET = {
 }  # fmt: skip
 """An Alt-Build inventory of 20 lattice parts: 80 palette shapes, two words of a shape bitmask."""
 
+HOLE_COLUMNS_SET = {
+    "3958": {"light bluish gray": 1},  # the first plate: the start piece
+    "3001": {"red": 20},
+    "3003": {"white": 30},
+    "3659": {"red": 10},  # an arch: holes under its two end columns only
+    "85080": {"white": 10},  # a corner round brick: holes under two of its four columns
+    "87081": {"blue": 4},  # a 4 × 4 round brick: under 12 of 16
+    "2458": {"yellow": 10},  # a 1 × 2 brick with a pin: its box wider than its holes
+}
+"""An Alt-Build inventory whose parts' holes sit under some of their footprint's columns (the summaries' patterns)."""
+
 FAMILIES: dict[str, tuple[Callable[[int], LatticeVectorEnv], Callable[[], LatticeEnv]]] = {
     "fidelity": (lambda n: FidelityLatticeVectorEnv(n, pool=4), lambda: FidelityLatticeEnv(pool=4)),
     "model": (
@@ -33,6 +44,10 @@ FAMILIES: dict[str, tuple[Callable[[int], LatticeVectorEnv], Callable[[], Lattic
     "alt-build": (
         lambda n: OpenBuildVectorEnv(n, setting="alt-build", inventory=Inventory.from_mapping(WIDE_SET), max_steps=40),
         lambda: OpenBuildEnv(setting="alt-build", inventory=Inventory.from_mapping(WIDE_SET), max_steps=40),
+    ),
+    "hole columns": (
+        lambda n: OpenBuildVectorEnv(n, setting="alt-build", inventory=Inventory.from_mapping(HOLE_COLUMNS_SET)),
+        lambda: OpenBuildEnv(setting="alt-build", inventory=Inventory.from_mapping(HOLE_COLUMNS_SET)),
     ),
     "set": (
         lambda n: OpenBuildVectorEnv(n, setting="set", max_steps=30),
@@ -90,14 +105,18 @@ def test_incremental_masks_equal_a_full_recompute_along_random_episodes(family: 
             assert np.array_equal(old, new[live])
 
 
-@pytest.mark.parametrize("family", ["fidelity", "alt-build"])
+@pytest.mark.parametrize("family", ["fidelity", "alt-build", "hole columns"])
 @pytest.mark.parametrize("force", ["evaluate every action", "meshes under every piece"])
 def test_column_summaries_decide_as_evaluate_does(force: str, family: str) -> None:
-    """The summaries (footprint windows, classes, shape bitmasks of one word or more) against the authority: an env
+    """The summaries (pattern windows, classes, shape bitmasks of one word or more) against the authority: an env
     whose classes all go through ``evaluate`` (or whose every piece below asks for the meshes) keeps the same masks
     step for step."""
     fast, slow = FAMILIES[family][0](3), FAMILIES[family][0](3)
-    assert fast.encoding.tables.words == (1 if family == "fidelity" else 2)
+    assert fast.encoding.tables.words == (2 if family == "alt-build" else 1)
+    if family == "hole columns":  # every part decided by the summaries, through patterns of some columns
+        tables = fast.encoding.tables
+        partial = tables.fmask.sum(axis=1) < tables.feet.prod(axis=1)
+        assert (tables.ccode >= 0).all() and partial.sum() >= 4
     if force == "evaluate every action":
         slow.encoding.tables.ccode[:] = -1
     else:
