@@ -42,7 +42,8 @@ class LatticeBatch:
         self.limit = int(limit)
         x, u, z = self.region
         parts = len(self.tables.stems)
-        self.grid = np.full((envs, kn.CHANNELS, x, u + 1, z), -1, dtype=np.int32)
+        small = max(max_pieces, self.tables.conn_kind.shape[1]) < 2**15  # piece ids and connector indices fit
+        self.grid = np.full((envs, kn.CHANNELS, x, u + 1, z), -1, dtype=np.int16 if small else np.int32)
         self.pieces = np.full((envs, max_pieces, 7), -1, dtype=np.int32)
         slots = max_pieces * self.tables.conn_kind.shape[1] if slots is None else int(slots)
         self.used = np.zeros((envs, slots), dtype=np.int8)

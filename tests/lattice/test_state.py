@@ -55,3 +55,9 @@ def _lift(plates: int) -> np.ndarray:
     lift = np.eye(4)
     lift[1, 3] = -8.0 * plates
     return lift
+
+
+def test_the_grid_holds_piece_ids_in_16_bits_unless_a_batch_may_hold_more_pieces() -> None:
+    tables = build_tables(("3958", "3001"))
+    assert LatticeBatch(tables, ("red",), region=(2, 2, 2), max_pieces=4).grid.dtype == np.int16
+    assert LatticeBatch(tables, ("red",), region=(2, 2, 2), max_pieces=2**15, slots=1).grid.dtype == np.int32
