@@ -80,6 +80,8 @@ class OpenBuildStart:
             part = env.batch.tables.index(stem)
             x, _, z = self.build.region
             dx, _, dz = env.batch.tables.dims[part, 0].tolist()
+            if dx > x or dz > z:
+                raise ValueError(f"start piece {stem} ({dx} × {dz} studs) is wider than the region's {x} × {z} columns")
             low = ((x - dx) // 2, 0, (z - dz) // 2)
             origin = np.array([i0 - low[0], j0, k0 - low[2]], dtype=np.int64)
             self.start = LatticeStart(part, env.batch.colour_index(colour), low, origin)

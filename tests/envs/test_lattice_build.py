@@ -124,5 +124,7 @@ def test_an_inventory_is_only_alt_builds_and_a_start_piece_the_lattice_cannot_ho
         OpenBuildVectorEnv(setting="model", inventory=Inventory.from_mapping(SMALL_SET))
     with pytest.raises(ValueError, match="not a lattice part"):
         OpenBuildVectorEnv(setting="alt-build", inventory=Inventory.from_mapping({"3062b": {"red": 3}}))
+    with pytest.raises(ValueError, match=r"start piece 3026 \(24 × 6 studs\) is wider than the region's 16 × 16"):
+        OpenBuildVectorEnv(setting="alt-build", inventory=Inventory.from_mapping({"3026": {"green": 1}}))
     with pytest.raises(ValueError, match="start piece 15397 at the identity pose is off the lattice"):
         OpenBuildVectorEnv(setting="alt-build", inventory=Inventory.from_mapping({"15397": {"red": 3}}))
