@@ -1,5 +1,5 @@
-"""The default action encoding of the batched lattice env, :class:`ColumnEncoding` (palette part, colour, quarter
-turn, low column; see :mod:`brick_gym.lattice.columns`); it implements
+"""The default action encoding of the batched lattice env, :class:`ColumnEncoding` (palette part, quarter turn, low
+column, colour; see :mod:`brick_gym.lattice.columns`); it implements
 :class:`~brick_gym.envs.lattice_vector.LatticeEncoding`."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class ColumnEncoding:
         )
 
     def sample(self, env: LatticeVectorEnv, u: np.ndarray) -> np.ndarray:
-        """A legal (part, q, column) uniformly, then one of its part's colours in stock (compiled)."""
+        """A uniform allowed action per env (STOP only when nothing else is allowed; compiled)."""
         return cols.sample(self.legal, self.nlegal, env.batch.stock, env.palette_part, self.acts, u)
 
 
