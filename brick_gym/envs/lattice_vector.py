@@ -237,6 +237,15 @@ class LatticeVectorEnv(gym.vector.VectorEnv):
         self.done = ended
         return self._observe(), reward.astype(np.float64), terminated, truncated, info
 
+    def reset_ended(self) -> dict[str, np.ndarray]:
+        """Reset now the envs whose episode ended on the last step, instead of on the next (the semantics of
+        SB3's ``VecEnv``: :mod:`brick_gym.rl.lattice_vec`); every env's observation."""
+        ended = np.flatnonzero(self.done)
+        if len(ended):
+            self._reset_envs(ended)
+            self.done[ended] = False
+        return self._observe()
+
     def action_masks(self) -> np.ndarray:
         """(N, A) int8 exact masks (read-only view of the batch's masks; sb3-contrib's MaskablePPO reads this)."""
         view = self.masks.view()
