@@ -166,6 +166,12 @@ class LatticeVectorEnv(gym.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
 
+        self._stock0 = (
+            np.full(self.batch.stock.shape[1:], -1, dtype=self.batch.stock.dtype)
+            if layout.stock is None
+            else np.asarray(layout.stock, dtype=self.batch.stock.dtype)
+        )
+        """The stock every reset starts from (the start piece then takes one of its own)."""
         self._reasons = np.array([None, *(self.encoding.reason(c) for c in range(1, cols.STOPPED))], dtype=object)
         t = self.batch.tables
         self._kernel_tables = (t.kind, t.dims, t.nconn, t.conn_kind, t.conn_mate, t.mates, t.conn_point, t.conn_turn,
@@ -291,12 +297,8 @@ class LatticeVectorEnv(gym.vector.VectorEnv):
                 self.target_obs[e] = start.observed
         t = b.tables
         kn.restart(b.grid, b.pieces, b.used, b.meta, b.stock, self.built, self.goal, self.counts, envs, bases, colours,
-                   lows, t.dims, t.nconn, t.conn_kind, t.conn_mate, t.mates, t.conn_point, t.vox, t.nvox)  # fmt: skip
-        stock = self.layout.stock
-        if stock is not None:
-            b.stock[envs] = stock
-            taken = stock[bases, colours] > 0
-            b.stock[envs[taken], bases[taken], colours[taken]] -= 1
+                   lows, self._stock0, t.dims, t.nconn, t.conn_kind, t.conn_mate, t.mates, t.conn_point, t.vox,
+                   t.nvox)  # fmt: skip
         self.encoding.reset_masks(self, envs)
         self.paid[envs] = np.stack(self.fidelities(envs), axis=1)
         self.steps[envs] = 0

@@ -248,18 +248,18 @@ def fidelity_add(goal, built, counts, e, part, q, i0, j0, k0, colour, vox, nvox)
 
 
 @njit(cache=True)
-def restart(grid, pieces, used, meta, stock, built, goal, counts, envs, parts, colours, lows, dims, nconn, conn_kind,
-            conn_mate, mates, conn_point, vox, nvox):  # fmt: skip
-    """Empty each env ``envs[n]`` (stock unlimited, nothing built) and put its start piece ``parts[n]`` in colour
-    ``colours[n]`` at quarter 0 with its low cell at region cell ``lows[n]``, its fidelity cells counted against
-    ``goal``."""
+def restart(grid, pieces, used, meta, stock, built, goal, counts, envs, parts, colours, lows, stock0, dims, nconn,
+            conn_kind, conn_mate, mates, conn_point, vox, nvox):  # fmt: skip
+    """Empty each env ``envs[n]`` (stock ``stock0``, nothing built) and put its start piece ``parts[n]`` in colour
+    ``colours[n]`` at quarter 0 with its low cell at region cell ``lows[n]`` (taking one from the stock like any
+    piece), its fidelity cells counted against ``goal``."""
     for n in range(len(envs)):
         e = envs[n]
         grid[e] = -1
         pieces[e] = -1
         used[e] = 0
         meta[e] = 0
-        stock[e] = -1
+        stock[e] = stock0
         built[e] = -1
         counts[e] = 0
         i0, j0, k0 = lows[n, 0], lows[n, 1], lows[n, 2]
