@@ -22,11 +22,17 @@ from typing import Any
 import numpy as np
 
 from brick_gym.core.colours import colour as get_colour
-from brick_gym.core.occupancy import contained_shape, lattice_place
 from brick_gym.core.rules import Inventory
 from brick_gym.envs.column_encoding import ColumnEncoding
 from brick_gym.envs.episode import EnvConfig, EnvTask
-from brick_gym.envs.lattice_vector import LatticeEncoding, LatticeEnv, LatticeLayout, LatticeStart, LatticeVectorEnv
+from brick_gym.envs.lattice_vector import (
+    LatticeEncoding,
+    LatticeEnv,
+    LatticeLayout,
+    LatticeStart,
+    LatticeVectorEnv,
+    start_cell,
+)
 from brick_gym.lattice.tables import build_tables, is_lattice_part, lattice_subset
 from brick_gym.rewards.terms import RewardSpec
 
@@ -73,10 +79,7 @@ class OpenBuildStart:
     def __call__(self, task: Any, env: LatticeVectorEnv) -> LatticeStart:
         if self.start is None:
             stem, colour = self.build.task.start
-            placed = lattice_place(contained_shape(stem), np.eye(4))  # type: ignore[arg-type]
-            if placed is None:  # e.g. a part an odd number of studs wide, centred on the origin
-                raise ValueError(f"start piece {stem} at the identity pose is off the lattice's stud columns")
-            _, (i0, j0, k0, *_) = placed
+            i0, j0, k0 = start_cell(stem).tolist()
             part = env.batch.tables.index(stem)
             x, _, z = self.build.region
             dx, _, dz = env.batch.tables.dims[part, 0].tolist()

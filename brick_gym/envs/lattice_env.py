@@ -26,7 +26,14 @@ from brick_gym.core.progress import MARGIN
 from brick_gym.envs.column_encoding import ColumnEncoding
 from brick_gym.envs.fidelity_targets import BASE_PLATES, COLOURS, PALETTE_STEMS
 from brick_gym.envs.fidelity_tasks import DEFAULT_POOL, fidelity_task_source
-from brick_gym.envs.lattice_vector import LatticeEncoding, LatticeEnv, LatticeLayout, LatticeStart, LatticeVectorEnv
+from brick_gym.envs.lattice_vector import (
+    LatticeEncoding,
+    LatticeEnv,
+    LatticeLayout,
+    LatticeStart,
+    LatticeVectorEnv,
+    start_cell,
+)
 from brick_gym.lattice.tables import build_tables
 from brick_gym.rewards.terms import RewardSpec, standard_rewards
 
@@ -57,12 +64,9 @@ def _target(task: Any, env: LatticeVectorEnv) -> LatticeStart:
 def _prepare(task: Any, region: tuple[int, int, int], colours: tuple[int, ...], base_part: int) -> LatticeStart:
     """The region's goal grid of a task (colour index per cell, −1 none, −2 outside ``TargetProgress``'s arrays),
     the base plate at the region's low cell."""
-    from brick_gym.core.occupancy import contained_shape, lattice_place
-
     fidelity_task = task.extras["fidelity_task"]
     base = fidelity_task.steps[0]
-    _, (i0, j0, k0, *_) = lattice_place(contained_shape(base.part), np.eye(4))  # type: ignore[arg-type,misc]
-    origin = np.array([i0, j0, k0], dtype=np.int64)
+    origin = start_cell(base.part)
     target = task.target_voxels
     p_origin = np.asarray(target.origin, dtype=np.int64) - MARGIN
     p_shape = np.array([int(n) + 2 * m for n, m in zip(target.shape, MARGIN, strict=True)])

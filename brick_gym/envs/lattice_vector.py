@@ -23,6 +23,7 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 from gymnasium.vector.utils import batch_space
 
+from brick_gym.core.occupancy import contained_shape, lattice_place
 from brick_gym.core.pieces import Placement
 from brick_gym.lattice import columns as cols
 from brick_gym.lattice import kernels as kn
@@ -65,6 +66,15 @@ class LatticeEncoding(Protocol):
     def sample(self, env: LatticeVectorEnv, u: np.ndarray) -> np.ndarray:
         """An allowed action per env (STOP only when nothing else is), from uniform numbers ``u`` in [0, 1)."""
         ...
+
+
+def start_cell(stem: str) -> np.ndarray:
+    """The lattice index of ``stem``'s low cell at the identity pose, where an episode puts its start piece
+    (ValueError when that pose is off the lattice's stud columns, e.g. a part an odd number of studs wide)."""
+    placed = lattice_place(contained_shape(stem), np.eye(4))  # type: ignore[arg-type]
+    if placed is None:
+        raise ValueError(f"start piece {stem} at the identity pose is off the lattice's stud columns")
+    return np.array(placed[1][:3], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -378,4 +388,4 @@ def _first(tree: Any) -> Any:
     return tree
 
 
-__all__ = ["TERMS", "LatticeEncoding", "LatticeEnv", "LatticeLayout", "LatticeStart", "LatticeVectorEnv"]
+__all__ = ["TERMS", "LatticeEncoding", "LatticeEnv", "LatticeLayout", "LatticeStart", "LatticeVectorEnv", "start_cell"]
