@@ -34,9 +34,11 @@ class ColumnTables:
         for f, (_, _, cells) in enumerate(unique):
             self.fmask[f, list(cells)] = 1
         foot = [unique.index(p) for p in patterns]
-        self.words = -(-len(fast) // BITS)
-        """int64 words of a palette-shape bitmask."""
-        self.risk = stack_risk(tables, self.palette_part, self.words)
+        risk = stack_risk(tables, self.palette_part, -(-len(fast) // BITS))
+        self.words = risk.shape[1] if risk.any() else 0
+        """int64 words of a palette-shape bitmask in the column tops: none when no shape needs the meshes on any
+        piece (no real palette's does; the kernels then fold only heights and hole subtypes)."""
+        self.risk = risk[:, : self.words]
         """(P * 4, words) per shape of any part, the palette shapes whose placement on a piece of it needs the
         meshes."""
         keys = [(foot[a], int(dims[a, 1]), int(fast[a])) if fast[a] >= 0 else (foot[a], -1, -1 - a)
@@ -50,8 +52,8 @@ class ColumnTables:
         self.ccode = np.array([max(k[2], -1) for k in classes], dtype=np.int64)
         """(K,) the hole subtype a class's summary verdict tests (−1: every action evaluated)."""
         self.cmask = np.zeros((len(classes), self.words), dtype=np.int64)
-        """(K, words) the class's shapes as a bitmask."""
-        for c, m in enumerate(members):
+        """(K, words) the class's shapes as a bitmask (read against the tops' risk words)."""
+        for c, m in enumerate(members if self.words else ()):
             for a in m:
                 self.cmask[c, a // BITS] |= np.int64(1) << (a % BITS)
         self.cshapes = np.full((len(classes), max(map(len, members))), -1, dtype=np.int64)

@@ -21,7 +21,8 @@ written only where its verdict changed. Whatever the summary cannot decide (a pa
 under every column, a shape whose meshes may meet the piece below) goes through :func:`evaluate`, the authority.
 
 Per-env state of the kernels (``cs``): ``heights`` (N, X, Z), ``tops`` (N, 1 + W, X, Z) with W the words of a
-palette-shape bitmask (:data:`~brick_gym.lattice.column_tables.BITS`), ``cls`` (N, K, X, Z),
+palette-shape bitmask (:data:`~brick_gym.lattice.column_tables.BITS`; none when no shape is at risk), ``cls``
+(N, K, X, Z),
 ``legal`` (N, shapes × X × Z), ``nlegal`` (N, shapes) legal low columns per palette shape.
 """
 
