@@ -35,7 +35,8 @@ class ColumnEncoding:
         self.legal = np.zeros((n, len(env.palette_part) * 4 * x * z), dtype=np.int8)
         self.nlegal = np.zeros((n, len(env.palette_part) * 4), dtype=np.int64)
         self.allowed = np.zeros(n, dtype=np.bool_)
-        self.state = (self.heights, self.tops, self.cls, self.legal, self.nlegal)
+        self.windows = np.zeros((n, 2 + self.tables.words, len(self.tables.feet), x, z), dtype=np.int64)
+        self.state = (self.heights, self.tops, self.cls, self.legal, self.nlegal, self.windows)
         """What the column kernels keep per env (their ``cs``)."""
         colours = len(env.batch.colours)
         stock = env.layout.stock

@@ -16,14 +16,16 @@ meshes), each of the few distinct patterns (footprint and the columns under its 
 folds a window of columns once (the highest top over the footprint, the studs over its hole columns there), and each
 class of part-quarters (same footprint, height and hole subtype: 14 classes for 40 part-quarters) reads its
 verdict off the window and compares it with the one it keeps per low column (``cls``). A commit changes only the
-new piece's columns, so only the windows meeting them are folded again, and a class's shapes and mask rows are
-written only where its verdict changed. Whatever the summary cannot decide (a part whose holes are not one subtype
-under every column, a shape whose meshes may meet the piece below) goes through :func:`evaluate`, the authority.
+new piece's columns, all to one height: only the windows meeting them are updated, from those columns alone (the
+windows are kept per env), only the windows whose highest column the new piece reaches are decided again, and a
+class's shapes and mask rows are written only where its verdict changed. Whatever the summary cannot decide (a
+part whose holes are not one subtype under every column, a shape whose meshes may meet the piece below) goes
+through :func:`evaluate`, the authority.
 
 Per-env state of the kernels (``cs``): ``heights`` (N, X, Z), ``tops`` (N, 1 + W, X, Z) with W the words of a
 palette-shape bitmask (:data:`~brick_gym.lattice.column_tables.BITS`; none when no shape is at risk), ``cls``
-(N, K, X, Z),
-``legal`` (N, shapes × X × Z), ``nlegal`` (N, shapes) legal low columns per palette shape.
+(N, K, X, Z), ``legal`` (N, shapes × X × Z), ``nlegal`` (N, shapes) legal low columns per palette shape, ``win``
+(N, 2 + W, F, X, Z) each pattern's window per low column.
 """
 
 from __future__ import annotations
@@ -148,16 +150,42 @@ def column_tops(grid, pieces, used, heights, tops, e, lo_i, hi_i, lo_k, hi_k, co
             tops[e, 0, i, k] = bits
 
 
+@njit(cache=True, inline="always")
+def _fold(heights, tops, win, e, f, ci, ck, i0, i1, k0, k1, fz, fmask, words, before):  # pragma: no cover - compiled
+    """Fold columns [i0, i1] × [k0, k1] of pattern ``f``'s window at low column (ci, ck) into ``win``: from scratch
+    when ``before`` is −1, else into the window as it was, whose highest column was ``before``."""
+    j0 = before
+    for i in range(i0, i1 + 1):
+        for k in range(k0, k1 + 1):
+            h = heights[e, i, k]
+            under_hole = fmask[f, (i - ci) * fz + (k - ck)]
+            if h > j0:
+                j0 = h
+                win[e, 1, f, ci, ck] = tops[e, 0, i, k] if under_hole else 0
+                for w in range(words):
+                    win[e, 2 + w, f, ci, ck] = tops[e, 1 + w, i, k]
+            elif h == j0:
+                if under_hole:
+                    win[e, 1, f, ci, ck] |= tops[e, 0, i, k]
+                for w in range(words):
+                    win[e, 2 + w, f, ci, ck] |= tops[e, 1 + w, i, k]
+    win[e, 0, f, ci, ck] = j0
+
+
 @njit(cache=True)
-def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tabs, cols, acts, win):
+def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, top, tabs, cols, acts):
     """Re-decide every action of env ``e`` whose footprint meets columns [lo_i, hi_i] × [lo_k, hi_k] (their tops
-    summarised): each footprint's windows folded once into ``win`` (2 + W, F, X, Z), each class's verdict read off its
-    footprint's window and compared with the one kept in ``cls``; where it changed (or the meshes must decide), the
-    class's shapes are decided, by :func:`evaluate` where the summary cannot, and ``legal``, ``nlegal`` and the mask
-    (legal and in stock, per colour the part offers) written where a verdict flips."""
+    summarised): each pattern's windows kept in ``win`` (N, 2 + W, F, X, Z: highest column, hole subtypes and risk
+    words there), each class's verdict read off its pattern's window and compared with the one kept in ``cls``;
+    where it changed (or the meshes must decide), the class's shapes are decided, by :func:`evaluate` where the
+    summary cannot, and ``legal``, ``nlegal`` and the mask (legal and in stock, per colour the part offers) written
+    where a verdict flips. ``top`` −1 (after a reset): the windows are folded from scratch. Else a commit raised
+    every changed column to ``top``, the new piece's top: a window's highest column becomes ``top`` where it was
+    not above it, with the changed columns' summaries, and a window whose highest column stays above ``top`` reads
+    nothing that changed (the piece lies below its top cells and free studs), so its classes are not looked at."""
     kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
     palette_part, feet, _, cfoot, cny, ccode, cmask, cshapes, cn, fmask = cols
-    heights, tops, cls, legal, nlegal = cs
+    heights, tops, cls, legal, nlegal, win = cs
     offset, ncol, slot_colours = acts
     big_x, big_u, big_z = grid.shape[2], grid.shape[3] - 1, grid.shape[4]
     per_part = 4 * big_x * big_z
@@ -166,32 +194,23 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tab
         fx, fz = feet[f, 0], feet[f, 1]
         for ci in range(max(0, lo_i - fx + 1), min(big_x - fx, hi_i) + 1):
             for ck in range(max(0, lo_k - fz + 1), min(big_z - fz, hi_k) + 1):
-                j0 = np.int64(-1)
-                bits = np.int64(0)
-                for i in range(ci, ci + fx):
-                    for k in range(ck, ck + fz):
-                        h = heights[e, i, k]
-                        under_hole = fmask[f, (i - ci) * fz + (k - ck)]
-                        if h > j0:
-                            j0, bits = h, tops[e, 0, i, k] if under_hole else 0
-                            for w in range(words):
-                                win[2 + w, f, ci, ck] = tops[e, 1 + w, i, k]
-                        elif h == j0:
-                            if under_hole:
-                                bits |= tops[e, 0, i, k]
-                            for w in range(words):
-                                win[2 + w, f, ci, ck] |= tops[e, 1 + w, i, k]
-                win[0, f, ci, ck], win[1, f, ci, ck] = j0, bits
+                if top < 0:
+                    _fold(heights, tops, win, e, f, ci, ck, ci, ci + fx - 1, ck, ck + fz - 1, fz, fmask, words, -1)
+                elif top >= win[e, 0, f, ci, ck]:
+                    _fold(heights, tops, win, e, f, ci, ck, max(ci, lo_i), min(ci + fx - 1, hi_i), max(ck, lo_k),
+                          min(ck + fz - 1, hi_k), fz, fmask, words, win[e, 0, f, ci, ck])  # fmt: skip
     row = np.zeros(5, dtype=np.int64)
     for c in range(len(cn)):
         f, ny, code = cfoot[c], cny[c], ccode[c]
         fx, fz = feet[f, 0], feet[f, 1]
         for ci in range(max(0, lo_i - fx + 1), min(big_x - fx, hi_i) + 1):
             for ck in range(max(0, lo_k - fz + 1), min(big_z - fz, hi_k) + 1):
-                j0, bits = win[0, f, ci, ck], win[1, f, ci, ck]
+                j0, bits = win[e, 0, f, ci, ck], win[e, 1, f, ci, ck]
+                if top >= 0 and j0 != top:  # the change lies below the window's highest column: nothing it reads
+                    continue
                 risky = False
                 for w in range(words):
-                    if win[2 + w, f, ci, ck] & cmask[c, w]:
+                    if win[e, 2 + w, f, ci, ck] & cmask[c, w]:
                         risky = True
                 if j0 + ny > big_u:
                     state = 0
@@ -206,7 +225,7 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, tab
                     a = cshapes[c, n]
                     if state != EVALUATE_STATE:
                         ok = state
-                    elif code < 0 or (win[2 + a // BITS, f, ci, ck] >> (a % BITS)) & 1:
+                    elif code < 0 or (win[e, 2 + a // BITS, f, ci, ck] >> (a % BITS)) & 1:
                         part = palette_part[a // 4]
                         verdict = evaluate(
                             grid, pieces, used, heights, e, part, a % 4, ci, ck, kind, dims, nconn, conn_kind,
@@ -231,9 +250,8 @@ def reset_masks(grid, pieces, used, meta, stock, masks, allowed, cs, envs, tabs,
     """Every action of each env in ``envs`` decided from scratch (after a reset): the height map from its pieces,
     the column tops, then every window; ``allowed`` as :func:`step_all` sets it."""
     dims = tabs[1]
-    heights, tops, cls, legal, nlegal = cs
+    heights, tops, cls, legal, nlegal, _ = cs
     big_x, big_z = grid.shape[2], grid.shape[4]
-    win = np.zeros((1 + cs[1].shape[1], len(cols[1]), big_x, big_z), dtype=np.int64)
     for e in envs:
         masks[e, :-1] = 0
         masks[e, -1] = 1
@@ -251,7 +269,7 @@ def reset_masks(grid, pieces, used, meta, stock, masks, allowed, cs, envs, tabs,
                     heights[e, i, k] = max(heights[e, i, k], top)
         column_tops(grid, pieces, used, heights, tops, e, 0, big_x - 1, 0, big_z - 1, tabs[4], tabs[5], tabs[7],
                     cols[2])  # fmt: skip
-        refresh(grid, pieces, used, stock, masks, cs, e, 0, big_x - 1, 0, big_z - 1, tabs, cols, acts, win)
+        refresh(grid, pieces, used, stock, masks, cs, e, 0, big_x - 1, 0, big_z - 1, -1, tabs, cols, acts)
         allowed[e] = any_allowed(nlegal, stock, cols[0], acts, e)
 
 
@@ -264,7 +282,7 @@ def decode(action, offset, ncol, slot_colours, per_part):
 
 
 @njit(cache=True)
-def apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, action, tabs, cols, acts, vox, nvox, win,
+def apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, action, tabs, cols, acts, vox, nvox,
           result):  # fmt: skip
     """Apply one legal (masked) action to env ``e``: commit the piece, raise the height map, count its fidelity
     cells, summarise its columns' tops and refresh the actions whose footprint meets them. ``result`` gets (piece
@@ -293,7 +311,7 @@ def apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, ac
     kn.fidelity_add(goal, built, counts, e, part, q, ci, j0, ck, colour, vox, nvox)
     column_tops(grid, pieces, used, heights, tops, e, ci, ci + nx - 1, ck, ck + nz - 1, conn_mate, mates, conn_turn,
                 cols[2])  # fmt: skip
-    refresh(grid, pieces, used, stock, masks, cs, e, ci, ci + nx - 1, ck, ck + nz - 1, tabs, cols, acts, win)
+    refresh(grid, pieces, used, stock, masks, cs, e, ci, ci + nx - 1, ck, ck + nz - 1, j0 + ny, tabs, cols, acts)
     if stock[e, part, colour] == 0:  # the last of a part in a colour: none of its actions stays allowed
         k = 0
         while slot_colours[s, k] != colour:
@@ -313,7 +331,6 @@ def step_all(actions, active, codes, joints, allowed, grid, pieces, used, meta, 
     result = np.zeros(2, dtype=np.int64)
     row = np.zeros(5, dtype=np.int64)
     big_x, big_z = grid.shape[2], grid.shape[4]
-    win = np.zeros((1 + cs[1].shape[1], len(cols[1]), big_x, big_z), dtype=np.int64)
     offset, ncol, slot_colours = acts
     kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
     for e in range(len(actions)):
@@ -336,7 +353,7 @@ def step_all(actions, active, codes, joints, allowed, grid, pieces, used, meta, 
             codes[e] = verdict if verdict != LEGAL else NO_STOCK
         else:
             apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, a, tabs, cols, acts, vox, nvox,
-                  win, result)  # fmt: skip
+                  result)  # fmt: skip
             codes[e] = 0
             joints[e] = result[1]
         allowed[e] = any_allowed(cs[4], stock, cols[0], acts, e)
