@@ -82,20 +82,22 @@ def fast_parts(
     (every column for the others). Decided: holes on the bottom boundary, one under each of some footprint
     columns, all of one subtype, each taking a stud of any frame turn by a yaw whose placement rests the part at this
     low column (so :func:`~brick_gym.lattice.columns.evaluate` finds an attachment exactly when a free mating stud
-    tops one of those columns at the footprint's highest cells)."""
+    tops one of those columns at the footprint's highest cells). Holes above the part's bottom (the high end of a
+    curved slope) are left out: no stud stands above the highest column under the footprint, where the part rests."""
     t = tables
     out = np.full((len(palette_part), 4), -1, dtype=np.int64)
     holes_of: list[list[tuple[int, ...]]] = []
     for s, p in enumerate(palette_part.tolist()):
-        holes = np.flatnonzero(t.conn_kind[p, : t.nconn[p]] == HOLE)
-        codes = set(t.conn_mate[p, holes].tolist())
+        every_hole = np.flatnonzero(t.conn_kind[p, : t.nconn[p]] == HOLE)
+        holes = every_hole[t.conn_point[p, 0, every_hole, 1] == 0]  # a raised hole never meets a stud: none is
+        codes = set(t.conn_mate[p, holes].tolist())  # above the footprint's highest column, where the part rests
         per_quarter = []
         for q in range(4):
             nx, _, nz = t.dims[p, q].tolist()
             every = tuple(range(nx * nz))
             points = t.conn_point[p, q, holes]
             columns = {(i, k) for i, _, k in points.tolist()}
-            on_bottom = bool(len(holes)) and all(j == 0 for _, j, _ in points.tolist()) and len(columns) == len(holes)
+            on_bottom = bool(len(holes)) and len(columns) == len(holes)
             if len(codes) != 1 or next(iter(codes)) >= BITS or not on_bottom:
                 per_quarter.append(every)
                 continue

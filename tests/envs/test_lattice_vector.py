@@ -33,8 +33,11 @@ HOLE_COLUMNS_SET = {
     "85080": {"white": 10},  # a corner round brick: holes under two of its four columns
     "87081": {"blue": 4},  # a 4 × 4 round brick: under 12 of 16
     "2458": {"yellow": 10},  # a 1 × 2 brick with a pin: its box wider than its holes
+    "50950": {"red": 10},  # a 1 × 3 curved slope: holes under two columns, a raised one under the third
+    "6091": {"white": 10},  # a 1 × 2 curved brick: one hole on its bottom, one raised
 }
-"""An Alt-Build inventory whose parts' holes sit under some of their footprint's columns (the summaries' patterns)."""
+"""An Alt-Build inventory whose parts' holes sit under some of their footprint's columns (the summaries' patterns),
+some of them raised (curved parts: only their bottom holes can meet a stud)."""
 
 FAMILIES: dict[str, tuple[Callable[[int], LatticeVectorEnv], Callable[[], LatticeEnv]]] = {
     "fidelity": (lambda n: FidelityLatticeVectorEnv(n, pool=4), lambda: FidelityLatticeEnv(pool=4)),
@@ -47,8 +50,10 @@ FAMILIES: dict[str, tuple[Callable[[int], LatticeVectorEnv], Callable[[], Lattic
         lambda: OpenBuildEnv(setting="alt-build", inventory=Inventory.from_mapping(WIDE_SET), max_steps=40),
     ),
     "hole columns": (
-        lambda n: OpenBuildVectorEnv(n, setting="alt-build", inventory=Inventory.from_mapping(HOLE_COLUMNS_SET)),
-        lambda: OpenBuildEnv(setting="alt-build", inventory=Inventory.from_mapping(HOLE_COLUMNS_SET)),
+        lambda n: OpenBuildVectorEnv(
+            n, setting="alt-build", inventory=Inventory.from_mapping(HOLE_COLUMNS_SET), max_steps=60
+        ),
+        lambda: OpenBuildEnv(setting="alt-build", inventory=Inventory.from_mapping(HOLE_COLUMNS_SET), max_steps=60),
     ),
     "set": (
         lambda n: OpenBuildVectorEnv(n, setting="set", max_steps=30),
