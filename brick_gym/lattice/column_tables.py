@@ -43,7 +43,7 @@ class ColumnTables:
         meshes."""
         keys = [(foot[a], int(dims[a, 1]), int(fast[a])) if fast[a] >= 0 else (foot[a], -1, -1 - a)
                 for a in range(len(fast))]  # fmt: skip
-        classes = list(dict.fromkeys(keys))
+        classes = sorted(dict.fromkeys(keys))  # a pattern's classes together: refresh decides them per window
         members = [[a for a in range(len(fast)) if keys[a] == key] for key in classes]
         self.cfoot = np.array([k[0] for k in classes], dtype=np.int64)
         """(K,) each class's pattern."""
@@ -62,6 +62,8 @@ class ColumnTables:
             self.cshapes[c, : len(m)] = m
         self.cn = np.array(list(map(len, members)), dtype=np.int64)
         """(K,) how many shapes each class has."""
+        self.fclass = np.searchsorted(self.cfoot, np.arange(len(unique) + 1)).astype(np.int64)
+        """(F + 1,) pattern f's classes are ``fclass[f]`` up to ``fclass[f + 1]``."""
 
     @property
     def classes(self) -> int:
@@ -69,8 +71,8 @@ class ColumnTables:
         return len(self.cn)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """(palette_part, feet, risk, cfoot, cny, ccode, cmask, cshapes, cn, fmask), as the kernels take them."""
-        return (self.palette_part, self.feet, self.risk, self.cfoot, self.cny, self.ccode, self.cmask, self.cshapes,
+        """(palette_part, feet, risk, fclass, cny, ccode, cmask, cshapes, cn, fmask), as the kernels take them."""
+        return (self.palette_part, self.feet, self.risk, self.fclass, self.cny, self.ccode, self.cmask, self.cshapes,
                 self.cn, self.fmask)  # fmt: skip
 
 

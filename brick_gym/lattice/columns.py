@@ -150,28 +150,6 @@ def column_tops(grid, pieces, used, heights, tops, e, lo_i, hi_i, lo_k, hi_k, co
             tops[e, 0, i, k] = bits
 
 
-@njit(cache=True, inline="always")
-def _fold(heights, tops, win, e, f, ci, ck, i0, i1, k0, k1, fz, fmask, words, before):  # pragma: no cover - compiled
-    """Fold columns [i0, i1] × [k0, k1] of pattern ``f``'s window at low column (ci, ck) into ``win``: from scratch
-    when ``before`` is −1, else into the window as it was, whose highest column was ``before``."""
-    j0 = before
-    for i in range(i0, i1 + 1):
-        for k in range(k0, k1 + 1):
-            h = heights[e, i, k]
-            under_hole = fmask[f, (i - ci) * fz + (k - ck)]
-            if h > j0:
-                j0 = h
-                win[e, 1, f, ci, ck] = tops[e, 0, i, k] if under_hole else 0
-                for w in range(words):
-                    win[e, 2 + w, f, ci, ck] = tops[e, 1 + w, i, k]
-            elif h == j0:
-                if under_hole:
-                    win[e, 1, f, ci, ck] |= tops[e, 0, i, k]
-                for w in range(words):
-                    win[e, 2 + w, f, ci, ck] |= tops[e, 1 + w, i, k]
-    win[e, 0, f, ci, ck] = j0
-
-
 @njit(cache=True)
 def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, top, tabs, cols, acts):
     """Re-decide every action of env ``e`` whose footprint meets columns [lo_i, hi_i] × [lo_k, hi_k] (their tops
@@ -182,67 +160,81 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, top
     where a verdict flips. ``top`` −1 (after a reset): the windows are folded from scratch. Else a commit raised
     every changed column to ``top``, the new piece's top: a window's highest column becomes ``top`` where it was
     not above it, with the changed columns' summaries, and a window whose highest column stays above ``top`` reads
-    nothing that changed (the piece lies below its top cells and free studs), so its classes are not looked at."""
+    nothing that changed (the piece lies below its top cells and free studs), so its classes are not looked at.
+    One loop nest, not helpers per window or class: a compiled call that takes the tables' tuples counts a reference
+    to each of their arrays (a helper per class and window made a step 5× slower)."""
     kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
-    palette_part, feet, _, cfoot, cny, ccode, cmask, cshapes, cn, fmask = cols
+    palette_part, feet, _, fclass, cny, ccode, cmask, cshapes, cn, fmask = cols
     heights, tops, cls, legal, nlegal, win = cs
     offset, ncol, slot_colours = acts
     big_x, big_u, big_z = grid.shape[2], grid.shape[3] - 1, grid.shape[4]
     per_part = 4 * big_x * big_z
     words = tops.shape[1] - 1
+    row = np.zeros(5, dtype=np.int64)
     for f in range(len(feet)):
         fx, fz = feet[f, 0], feet[f, 1]
         for ci in range(max(0, lo_i - fx + 1), min(big_x - fx, hi_i) + 1):
             for ck in range(max(0, lo_k - fz + 1), min(big_z - fz, hi_k) + 1):
-                if top < 0:
-                    _fold(heights, tops, win, e, f, ci, ck, ci, ci + fx - 1, ck, ck + fz - 1, fz, fmask, words, -1)
-                elif top >= win[e, 0, f, ci, ck]:
-                    _fold(heights, tops, win, e, f, ci, ck, max(ci, lo_i), min(ci + fx - 1, hi_i), max(ck, lo_k),
-                          min(ck + fz - 1, hi_k), fz, fmask, words, win[e, 0, f, ci, ck])  # fmt: skip
-    row = np.zeros(5, dtype=np.int64)
-    for c in range(len(cn)):
-        f, ny, code = cfoot[c], cny[c], ccode[c]
-        fx, fz = feet[f, 0], feet[f, 1]
-        for ci in range(max(0, lo_i - fx + 1), min(big_x - fx, hi_i) + 1):
-            for ck in range(max(0, lo_k - fz + 1), min(big_z - fz, hi_k) + 1):
-                j0, bits = win[e, 0, f, ci, ck], win[e, 1, f, ci, ck]
-                if top >= 0 and j0 != top:  # the change lies below the window's highest column: nothing it reads
+                if top < 0:  # the whole window, from scratch
+                    i0, i1, k0, k1, j0 = ci, ci + fx - 1, ck, ck + fz - 1, -1
+                elif top >= win[e, 0, f, ci, ck]:  # the changed columns, into the window as it was
+                    i0, i1, k0, k1 = max(ci, lo_i), min(ci + fx - 1, hi_i), max(ck, lo_k), min(ck + fz - 1, hi_k)
+                    j0 = win[e, 0, f, ci, ck]
+                else:  # the change lies below the window's highest column: nothing it reads changed
                     continue
-                risky = False
-                for w in range(words):
-                    if win[e, 2 + w, f, ci, ck] & cmask[c, w]:
-                        risky = True
-                if j0 + ny > big_u:
-                    state = 0
-                elif code < 0 or risky:
-                    state = EVALUATE_STATE
-                else:
-                    state = (bits >> code) & 1
-                if state == cls[e, c, ci, ck] and state != EVALUATE_STATE:
-                    continue
-                cls[e, c, ci, ck] = state
-                for n in range(cn[c]):
-                    a = cshapes[c, n]
-                    if state != EVALUATE_STATE:
-                        ok = state
-                    elif code < 0 or (win[e, 2 + a // BITS, f, ci, ck] >> (a % BITS)) & 1:
-                        part = palette_part[a // 4]
-                        verdict = evaluate(
-                            grid, pieces, used, heights, e, part, a % 4, ci, ck, kind, dims, nconn, conn_kind,
-                            conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw, row,
-                        )  # fmt: skip
-                        ok = 1 if verdict == LEGAL else 0
+                for i in range(i0, i1 + 1):  # fold: the highest column, hole subtypes and risk words there
+                    for k in range(k0, k1 + 1):
+                        h = heights[e, i, k]
+                        under_hole = fmask[f, (i - ci) * fz + (k - ck)]
+                        if h > j0:
+                            j0 = h
+                            win[e, 1, f, ci, ck] = tops[e, 0, i, k] if under_hole else 0
+                            for w in range(words):
+                                win[e, 2 + w, f, ci, ck] = tops[e, 1 + w, i, k]
+                        elif h == j0:
+                            if under_hole:
+                                win[e, 1, f, ci, ck] |= tops[e, 0, i, k]
+                            for w in range(words):
+                                win[e, 2 + w, f, ci, ck] |= tops[e, 1 + w, i, k]
+                win[e, 0, f, ci, ck] = j0
+                bits = win[e, 1, f, ci, ck]
+                for c in range(fclass[f], fclass[f + 1]):  # the pattern's classes: verdict, then shapes if changed
+                    ny, code = cny[c], ccode[c]
+                    risky = False
+                    for w in range(words):
+                        if win[e, 2 + w, f, ci, ck] & cmask[c, w]:
+                            risky = True
+                    if j0 + ny > big_u:
+                        state = 0
+                    elif code < 0 or risky:
+                        state = EVALUATE_STATE
                     else:
-                        ok = (bits >> code) & 1
-                    base = (a * big_x + ci) * big_z + ck
-                    if legal[e, base] != ok:
-                        legal[e, base] = ok
-                        nlegal[e, a] += 1 if ok else -1
-                        s = a // 4
-                        part = palette_part[s]
-                        first = offset[s] + (base - s * per_part) * ncol[s]
-                        for m in range(ncol[s]):
-                            masks[e, first + m] = 1 if ok and stock[e, part, slot_colours[s, m]] != 0 else 0
+                        state = (bits >> code) & 1
+                    if state == cls[e, c, ci, ck] and state != EVALUATE_STATE:
+                        continue
+                    cls[e, c, ci, ck] = state
+                    for n in range(cn[c]):
+                        a = cshapes[c, n]
+                        if state != EVALUATE_STATE:
+                            ok = state
+                        elif code < 0 or (win[e, 2 + a // BITS, f, ci, ck] >> (a % BITS)) & 1:
+                            verdict = evaluate(
+                                grid, pieces, used, heights, e, palette_part[a // 4], a % 4, ci, ck, kind, dims,
+                                nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start,
+                                pair_value, inv_yaw, row,
+                            )  # fmt: skip
+                            ok = 1 if verdict == LEGAL else 0
+                        else:
+                            ok = (bits >> code) & 1
+                        base = (a * big_x + ci) * big_z + ck
+                        if legal[e, base] != ok:
+                            legal[e, base] = ok
+                            nlegal[e, a] += 1 if ok else -1
+                            s = a // 4
+                            part = palette_part[s]
+                            first = offset[s] + (base - s * per_part) * ncol[s]
+                            for m in range(ncol[s]):
+                                masks[e, first + m] = 1 if ok and stock[e, part, slot_colours[s, m]] != 0 else 0
 
 
 @njit(cache=True)
