@@ -150,7 +150,7 @@ def column_tops(grid, pieces, used, heights, tops, e, lo_i, hi_i, lo_k, hi_k, co
             tops[e, 0, i, k] = bits
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # inlined: a call counts a reference to each array of its tuples
 def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, top, tabs, cols, acts):
     """Re-decide every action of env ``e`` whose footprint meets columns [lo_i, hi_i] × [lo_k, hi_k] (their tops
     summarised): each pattern's windows kept in ``win`` (N, 2 + W, F, X, Z: highest column, hole subtypes and risk
@@ -273,7 +273,7 @@ def decode(action, offset, ncol, slot_colours, per_part):
     return s, s * per_part + local // ncol[s], slot_colours[s, local % ncol[s]]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # inlined into step_all, as refresh is
 def apply(grid, pieces, used, meta, stock, masks, cs, built, goal, counts, e, action, tabs, cols, acts, vox, nvox,
           result):  # fmt: skip
     """Apply one legal (masked) action to env ``e``: commit the piece, raise the height map, count its fidelity
