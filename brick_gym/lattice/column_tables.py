@@ -64,6 +64,9 @@ class ColumnTables:
         """(K,) how many shapes each class has."""
         self.fclass = np.searchsorted(self.cfoot, np.arange(len(unique) + 1)).astype(np.int64)
         """(F + 1,) pattern f's classes are ``fclass[f]`` up to ``fclass[f + 1]``."""
+        tallest = [self.cny[self.fclass[f] : self.fclass[f + 1]].max(initial=0) for f in range(len(unique))]
+        self.ftall = np.array(tallest, dtype=np.int64)
+        """(F,) the height in plates of each pattern's tallest class."""
 
     @property
     def classes(self) -> int:
@@ -71,9 +74,10 @@ class ColumnTables:
         return len(self.cn)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """(palette_part, feet, risk, fclass, cny, ccode, cmask, cshapes, cn, fmask), as the kernels take them."""
+        """(palette_part, feet, risk, fclass, cny, ccode, cmask, cshapes, cn, fmask, ftall), as the kernels take
+        them."""
         return (self.palette_part, self.feet, self.risk, self.fclass, self.cny, self.ccode, self.cmask, self.cshapes,
-                self.cn, self.fmask)  # fmt: skip
+                self.cn, self.fmask, self.ftall)  # fmt: skip
 
 
 def fast_parts(

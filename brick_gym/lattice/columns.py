@@ -164,7 +164,7 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, top
     One loop nest, not helpers per window or class: a compiled call that takes the tables' tuples counts a reference
     to each of their arrays (a helper per class and window made a step 5× slower)."""
     kind, dims, nconn, conn_kind, conn_mate, mates, conn_point, conn_turn, place, pair_start, pair_value, inv_yaw = tabs
-    palette_part, feet, _, fclass, cny, ccode, cmask, cshapes, cn, fmask = cols
+    palette_part, feet, _, fclass, cny, ccode, cmask, cshapes, cn, fmask, ftall = cols
     heights, tops, cls, legal, nlegal, win = cs
     offset, ncol, slot_colours = acts
     big_x, big_u, big_z = grid.shape[2], grid.shape[3] - 1, grid.shape[4]
@@ -180,6 +180,7 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, top
                 elif top >= win[e, 0, f, ci, ck]:  # the changed columns, into the window as it was
                     i0, i1, k0, k1 = max(ci, lo_i), min(ci + fx - 1, hi_i), max(ck, lo_k), min(ck + fz - 1, hi_k)
                     j0 = win[e, 0, f, ci, ck]
+                    before = win[e, 1, f, ci, ck]
                 else:  # the change lies below the window's highest column: nothing it reads changed
                     continue
                 for i in range(i0, i1 + 1):  # fold: the highest column, hole subtypes and risk words there
@@ -198,6 +199,8 @@ def refresh(grid, pieces, used, stock, masks, cs, e, lo_i, hi_i, lo_k, hi_k, top
                                 win[e, 2 + w, f, ci, ck] |= tops[e, 1 + w, i, k]
                 win[e, 0, f, ci, ck] = j0
                 bits = win[e, 1, f, ci, ck]
+                if top >= 0 and bits == before and words == 0 and j0 + ftall[f] <= big_u:
+                    continue  # the same hole subtypes, and every class fits under the region's top: no verdict moves
                 for c in range(fclass[f], fclass[f + 1]):  # the pattern's classes: verdict, then shapes if changed
                     ny, code = cny[c], ccode[c]
                     risky = False
