@@ -19,18 +19,9 @@ from brick_gym.envs.lattice_build import OpenBuildEnv, OpenBuildVectorEnv
 from brick_gym.envs.lattice_vector import TERMS
 from brick_gym.envs.registry import register_all
 from brick_gym.lattice import columns as cols
+from tests.envs.lattice_inventories import HOLE_COLUMNS_SET, SMALL_SET
 
 IDS = {"model": "BrickGym/ModelLattice-v0", "set": "BrickGym/SetLattice-v0"}
-SMALL_SET = {
-    "91405": {"light bluish gray": 2},  # the start plate, and one more
-    "3001": {"red": 3, "blue": 2},
-    "3004": {"red": 4},
-    "6232": {"white": 1},  # its axle hole takes the 1 × 2 brick's bar: of the two, the fewer pieces go
-    "3039": {"white": 2},  # a slope: a contained part
-    "3024": {"yellow": 10, "black": None},
-    "3062b": {"red": 3},  # a round brick off the lattice
-}
-"""A small Alt-Build inventory (its tables take seconds; set 10698's take minutes once, then come from disk)."""
 
 
 @pytest.mark.parametrize("setting", sorted(IDS))
@@ -70,6 +61,7 @@ def test_actions_offer_the_exact_ids_palette_and_the_start_piece_sits_where_the_
         ("model", {"max_pieces": 60}),
         ("set", {"max_steps": 25}),
         ("alt-build", {"max_pieces": 18, "inventory": SMALL_SET}),
+        ("alt-build", {"max_pieces": 30, "inventory": HOLE_COLUMNS_SET}),  # arches, round and curved parts
     ],
 )
 def test_open_build_episodes_replay_on_the_exact_path_to_the_same_verdicts(
