@@ -84,6 +84,26 @@ def test_open_build_episodes_replay_on_the_exact_path_to_the_same_verdicts(
         assert info["reward_terms"]["fidelity"] == 0.0  # no target, as on the exact path
 
 
+@pytest.mark.slow
+def test_set_10698s_whole_lattice_palette_replays_on_the_exact_path(
+    lattice_replay: Callable[..., dict[str, Any]],
+) -> None:
+    """``AltBuildLattice-v0`` as registered (53 parts, every one decided by the column summaries; its tables take
+    about 3 minutes to build the first time on a machine): episodes of 80 pieces replay to the same joints and a
+    build the full check finds nothing wrong with but the drop test."""
+    env = OpenBuildEnv(setting="alt-build", max_pieces=80)
+    assert (env.vector.encoding.tables.ccode >= 0).all()
+    rng = np.random.default_rng(7)
+    for episode in range(3):
+        env.reset(seed=episode)
+        task = env.vector.tasks[0]
+        exact = Assembly(task.rules)
+        assert exact.add(*task.start).ok
+        info = lattice_replay(env, exact, rng, probe=8)
+        issues = {i.kind for i in check(exact).issues if i.kind != "unstable"}
+        assert info["reward_terms"]["validity"] == float(not issues)
+
+
 def test_altbuild_plays_the_inventorys_lattice_parts_in_their_stocked_colours_and_counts() -> None:
     register_all()
     inventory = Inventory.from_mapping(SMALL_SET)
