@@ -15,6 +15,10 @@ many words as the palette needs); a hole subtype with an index of this or more i
 :func:`~brick_gym.lattice.columns.evaluate` one action at a time."""
 
 
+NEVER_SETTLED = 1 << 40
+"""A height no region has: a pattern's :attr:`ColumnTables.ftall` when its windows are always decided again."""
+
+
 class ColumnTables:
     """The column kernels' tables for one palette (``palette_part``: palette index → part index). A palette shape
     is ``s * 4 + q`` (palette part s turned q)."""
@@ -64,9 +68,14 @@ class ColumnTables:
         """(K,) how many shapes each class has."""
         self.fclass = np.searchsorted(self.cfoot, np.arange(len(unique) + 1)).astype(np.int64)
         """(F + 1,) pattern f's classes are ``fclass[f]`` up to ``fclass[f + 1]``."""
-        tallest = [self.cny[self.fclass[f] : self.fclass[f + 1]].max(initial=0) for f in range(len(unique))]
-        self.ftall = np.array(tallest, dtype=np.int64)
-        """(F,) the height in plates of each pattern's tallest class."""
+        settled = [
+            self.cny[a:b].max(initial=0) if (self.ccode[a:b] >= 0).all() else NEVER_SETTLED
+            for a, b in zip(self.fclass[:-1].tolist(), self.fclass[1:].tolist(), strict=True)
+        ]
+        self.ftall = np.array(settled, dtype=np.int64)
+        """(F,) the plates a pattern's window must have free under the region's top to be left alone when its hole
+        subtypes did not change: its tallest class's height, or :data:`NEVER_SETTLED` when one of its classes goes
+        through ``evaluate`` (whose verdict reads more than the window's summary)."""
 
     @property
     def classes(self) -> int:
@@ -146,4 +155,4 @@ def stack_risk(tables: LatticeParts, palette_part: np.ndarray, words: int) -> np
     return out
 
 
-__all__ = ["BITS", "ColumnTables", "fast_parts", "stack_risk"]
+__all__ = ["BITS", "NEVER_SETTLED", "ColumnTables", "fast_parts", "stack_risk"]

@@ -92,8 +92,37 @@ def test_incremental_masks_equal_a_full_recompute_along_random_episodes(family: 
     vec = _low_ceiling_env(3) if family == "low ceiling" else FAMILIES[family][0](3)
     vec.reset(seed=5)
     rng = np.random.default_rng(1)
+    _assert_incremental_state(vec, rng)
+
+
+def test_a_part_the_summaries_cannot_decide_has_its_windows_decided_again_wherever_they_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An arch sent through ``evaluate`` as a part whose holes the summaries cannot read is (its pattern: every
+    column): its verdict reads which columns hold studs, not only the subtypes its window holds, so a window of its
+    pattern whose subtypes stay the same is still decided again."""
+    real = column_tables.fast_parts
+
+    def arch_evaluated(tables: object, palette_part: np.ndarray, inv_yaw: np.ndarray) -> tuple:
+        codes, holes = real(tables, palette_part, inv_yaw)  # type: ignore[arg-type]
+        s = [tables.stems[p] for p in palette_part.tolist()].index("3659")  # type: ignore[attr-defined]
+        dims = tables.dims[palette_part[s]]  # type: ignore[attr-defined]
+        codes[s] = -1
+        holes[s] = [tuple(range(int(dims[q, 0] * dims[q, 2]))) for q in range(4)]
+        return codes, holes
+
+    monkeypatch.setattr(column_tables, "fast_parts", arch_evaluated)
+    vec = FAMILIES["hole columns"][0](3)
+    tables = vec.encoding.tables
+    assert (tables.ccode < 0).sum() == 4 and (tables.ftall == column_tables.NEVER_SETTLED).any()
+    vec.reset(seed=5)
+    _assert_incremental_state(vec, np.random.default_rng(1), steps=240)
+
+
+def _assert_incremental_state(vec: LatticeVectorEnv, rng: np.random.Generator, steps: int = 120) -> None:
+    """Along random steps, the masks and the column kernels' state equal a full recompute of the live envs."""
     enc = vec.encoding
-    for _ in range(120):
+    for _ in range(steps):
         vec.step(vec.sample_actions(rng))
         live = np.flatnonzero(~vec.done)
         kept = [a[live].copy() for a in (vec.masks, *enc.state, enc.allowed)]
