@@ -4,7 +4,7 @@ same joints and verdicts (all but the drop test's, which the lattice does not ru
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -71,14 +71,7 @@ def test_open_build_episodes_replay_on_the_exact_path_to_the_same_verdicts(
     if "inventory" in args:
         args = {**args, "inventory": Inventory.from_mapping(args["inventory"])}
     env = OpenBuildEnv(setting=setting, **args)
-    rng = np.random.default_rng(4)
-    for episode in range(2):
-        env.reset(seed=episode)
-        task = env.vector.tasks[0]
-        exact = Assembly(task.rules)
-        assert exact.add(*task.start).ok
-        info = lattice_replay(env, exact, rng)
-        issues = {i.kind for i in check(exact).issues if i.kind != "unstable"}  # the lattice runs no drop test
+    for info, issues in _replayed(env, lattice_replay, np.random.default_rng(4), episodes=2):
         assert info["reward_terms"]["validity"] == float(not issues) and "stock" not in issues
         assert ("part_limit" in issues) == (setting == "set")  # a 26-piece Set build is under the 400 parts
         assert info["reward_terms"]["fidelity"] == 0.0  # no target, as on the exact path
@@ -93,15 +86,26 @@ def test_set_10698s_whole_lattice_palette_replays_on_the_exact_path(
     build the full check finds nothing wrong with but the drop test."""
     env = OpenBuildEnv(setting="alt-build", max_pieces=80)
     assert (env.vector.encoding.tables.ccode >= 0).all()
-    rng = np.random.default_rng(7)
-    for episode in range(3):
+    for info, issues in _replayed(env, lattice_replay, np.random.default_rng(7), episodes=3, probe=8):
+        assert info["reward_terms"]["validity"] == float(not issues)
+
+
+def _replayed(
+    env: OpenBuildEnv,
+    lattice_replay: Callable[..., dict[str, Any]],
+    rng: np.random.Generator,
+    episodes: int,
+    probe: int = 6,
+) -> Iterator[tuple[dict[str, Any], set[str]]]:
+    """Per episode (seeds 0, 1, ...), the lattice episode replayed on an exact assembly of its task: the last step's
+    info and the kinds of issue BrickBench's full check finds, but the drop test (the lattice runs none)."""
+    for episode in range(episodes):
         env.reset(seed=episode)
         task = env.vector.tasks[0]
         exact = Assembly(task.rules)
         assert exact.add(*task.start).ok
-        info = lattice_replay(env, exact, rng, probe=8)
-        issues = {i.kind for i in check(exact).issues if i.kind != "unstable"}
-        assert info["reward_terms"]["validity"] == float(not issues)
+        info = lattice_replay(env, exact, rng, probe=probe)
+        yield info, {i.kind for i in check(exact).issues if i.kind != "unstable"}
 
 
 def test_altbuild_plays_the_inventorys_lattice_parts_in_their_stocked_colours_and_counts() -> None:
