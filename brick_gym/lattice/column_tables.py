@@ -49,8 +49,6 @@ class ColumnTables:
                 for a in range(len(fast))]  # fmt: skip
         classes = sorted(dict.fromkeys(keys))  # a pattern's classes together: refresh decides them per window
         members = [[a for a in range(len(fast)) if keys[a] == key] for key in classes]
-        self.cfoot = np.array([k[0] for k in classes], dtype=np.int64)
-        """(K,) each class's pattern."""
         self.cny = np.array([int(dims[m[0], 1]) for m in members], dtype=np.int64)
         """(K,) each class's height in plates."""
         self.ccode = np.array([max(k[2], -1) for k in classes], dtype=np.int64)
@@ -66,7 +64,8 @@ class ColumnTables:
             self.cshapes[c, : len(m)] = m
         self.cn = np.array(list(map(len, members)), dtype=np.int64)
         """(K,) how many shapes each class has."""
-        self.fclass = np.searchsorted(self.cfoot, np.arange(len(unique) + 1)).astype(np.int64)
+        class_pattern = [key[0] for key in classes]  # ascending: classes are sorted by pattern
+        self.fclass = np.searchsorted(class_pattern, np.arange(len(unique) + 1)).astype(np.int64)
         """(F + 1,) pattern f's classes are ``fclass[f]`` up to ``fclass[f + 1]``."""
         settled = [
             self.cny[a:b].max(initial=0) if (self.ccode[a:b] >= 0).all() else NEVER_SETTLED
